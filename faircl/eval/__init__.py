@@ -1,0 +1,1 @@
+"""Evaluation: reports, probes and benchmarks on frozen representations."""

@@ -1,0 +1,141 @@
+"""Shared machinery of the softmax-contrastive losses (SupCon, FCL, CS-InfoNCE, NT-Xent).
+
+All of them are "−log softmax over a masked row of the similarity matrix, averaged over a set of positives".
+:func:`contrastive_terms` computes, for every anchor ``i``, ``Σ_{p∈P(i)} −log p_ip`` and ``|P(i)|`` without any
+Python loop and without materialising a positive mask: the sum of positive logits is
+``z_i · (Σ_{p∈P(i)} z_p) / τ``, and ``Σ_{p∈P(i)} z_p`` is a per-key sum of embeddings minus ``z_i`` itself.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+import torch
+import torch.nn.functional as F
+
+REDUCTIONS = ("mean", "sum", "none")
+
+
+@contextmanager
+def full_precision(device_type: str) -> Iterator[None]:
+    """Disable autocast so that similarity logits and log-sum-exp run in (at least) float32."""
+    if device_type not in ("cpu", "cuda", "xpu", "mps"):
+        yield
+        return
+    with torch.autocast(device_type=device_type, enabled=False):
+        yield
+
+
+def as_float(z: torch.Tensor) -> torch.Tensor:
+    """Upcast half precision to float32; keep float32/float64 as they are."""
+    return z.to(torch.promote_types(z.dtype, torch.float32))
+
+
+def check_embeddings(z: torch.Tensor, name: str = "z") -> None:
+    """Raise a clear error unless ``z`` is a floating ``[B, d]`` tensor."""
+    if not isinstance(z, torch.Tensor):
+        raise TypeError(f"`{name}` must be a torch.Tensor of shape [B, d], got {type(z).__name__}")
+    if z.dim() != 2:
+        raise ValueError(f"`{name}` must have shape [B, d], got shape {tuple(z.shape)}")
+    if not z.is_floating_point():
+        raise TypeError(f"`{name}` must be a floating tensor, got dtype {z.dtype}")
+
+
+def check_nonempty(z: torch.Tensor, name: str = "z") -> None:
+    if z.shape[0] == 0:
+        raise ValueError(f"`{name}` is empty (0 rows); a contrastive loss needs at least one embedding")
+
+
+def check_labels(labels: torch.Tensor, batch: int, name: str, allow_negative: bool = True) -> torch.Tensor:
+    """Check that ``labels`` is an integer vector ``[batch]``; return it as long.
+
+    Negative entries mean "unknown" where ``allow_negative`` is True and are an error otherwise.
+    """
+    if not isinstance(labels, torch.Tensor):
+        raise TypeError(f"`{name}` must be an integer torch.Tensor of shape [{batch}], got {type(labels).__name__}")
+    if labels.dim() != 1 or labels.shape[0] != batch:
+        raise ValueError(f"`{name}` must have shape [{batch}] (one entry per embedding row), got {tuple(labels.shape)}")
+    if labels.is_floating_point() or labels.dtype == torch.bool or labels.is_complex():
+        raise TypeError(f"`{name}` must hold integers, got dtype {labels.dtype}")
+    labels = labels.long()
+    if not allow_negative and labels.numel() and bool((labels < 0).any()):
+        row = int((labels < 0).nonzero()[0])
+        raise ValueError(f"`{name}` must be >= 0; row {row} holds {int(labels[row])}")
+    return labels
+
+
+def check_temperature(temperature: float) -> None:
+    if not float(temperature) > 0:
+        raise ValueError(f"`temperature` must be > 0, got {temperature}")
+
+
+def check_reduction(reduction: str, allowed: tuple[str, ...] = REDUCTIONS) -> None:
+    if reduction not in allowed:
+        raise ValueError(f"`reduction` must be one of {allowed}, got {reduction!r}")
+
+
+def compact_ids(*keys: torch.Tensor) -> torch.Tensor:
+    """Map rows of several integer key vectors ``[B]`` to dense ids ``0..K-1`` (equal rows, equal id)."""
+    stacked = torch.stack(keys, dim=1)
+    return torch.unique(stacked, dim=0, return_inverse=True)[1]
+
+
+def contrastive_terms(
+    z: torch.Tensor,
+    positive_key: torch.Tensor,
+    temperature: float,
+    normalize: bool,
+    block: torch.Tensor | None = None,
+    log_weights: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-anchor sum of ``−log p_ip`` over positives, and the number of positives.
+
+    ``p_ip = exp(s_ip) / Σ_{k∈Q(i)} exp(s_ik)`` with ``s = z zᵀ / τ`` (in float32 or wider, autocast off),
+    ``Q(i) = {k ≠ i : block_k = block_i}`` (all ``k ≠ i`` when ``block`` is None) and positives
+    ``P(i) = {p ∈ Q(i) : positive_key_p = positive_key_i ≥ 0}``.
+
+    Args:
+        z: embeddings ``[B, d]``.
+        positive_key: ``[B]`` long; equal non-negative keys are positives, negative keys never are.
+        temperature: τ > 0.
+        normalize: L2-normalise rows of ``z`` first.
+        block: optional ``[B]`` long; restricts the denominator (and positives) to rows of the same block.
+        log_weights: optional ``[B, B]`` additive log-weights of the denominator terms (``-inf`` drops a term).
+
+    Returns:
+        ``(neg_log_prob_sum, num_positives)``, both ``[B]``; the first is float, 0 where ``|P(i)| = 0``.
+    """
+    n = z.shape[0]
+    with full_precision(z.device.type):
+        zf = as_float(z)
+        if normalize:
+            zf = F.normalize(zf, dim=1)
+        sim = (zf * (1.0 / temperature)) @ zf.T
+        if block is None and log_weights is None and n > 1:
+            # The diagonal is the only excluded entry: fill it in place (matmul keeps no reference to its output).
+            sim.diagonal().fill_(float("-inf"))
+        else:
+            keep = torch.ones(n, n, dtype=torch.bool, device=z.device) if block is None else block[:, None] == block[None, :]
+            keep.fill_diagonal_(False)
+            if log_weights is not None:
+                keep &= log_weights > float("-inf")
+                sim = sim + log_weights.to(sim.dtype).masked_fill(~keep, 0.0)
+            # A row with an empty denominator keeps its own diagonal entry: its log-sum-exp stays finite, and
+            # the anchor has no positives, so the term is 0 and receives zero gradient.
+            lonely = ~keep.any(dim=1)
+            keep[lonely, lonely] = True
+            sim = sim.masked_fill(~keep, float("-inf"))
+        lse = torch.logsumexp(sim, dim=1)
+
+        key_ok = positive_key >= 0
+        ids = compact_ids(positive_key, block) if block is not None else compact_ids(positive_key)
+        num_ids = int(ids.max()) + 1
+        ids_ok = torch.where(key_ok, ids, num_ids)  # rows with unknown keys go to a discarded extra slot
+        sums = zf.new_zeros(num_ids + 1, zf.shape[1]).index_add(0, ids_ok, zf)
+        counts = torch.bincount(ids_ok, minlength=num_ids + 1)
+        num_pos = torch.where(key_ok, counts[ids_ok] - 1, 0)
+        pos_logit_sum = (zf * (sums[ids_ok] - zf)).sum(dim=1) * (1.0 / temperature)
+        terms = num_pos.to(lse.dtype) * lse - torch.where(key_ok, pos_logit_sum, 0.0)
+        terms = torch.where(num_pos > 0, terms, 0.0)
+    return terms, num_pos

@@ -1,0 +1,34 @@
+"""Shared fixtures: the real-data folder, offline settings, a quiet trainer (see faircl.testing)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shared_data_dir() -> Path:
+    """``$FAIRCL_DATA`` or ``../shared/data`` beside the repository."""
+    return Path(os.environ.get("FAIRCL_DATA", REPO.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The real public data folder; skips the test with a reason when it is absent (a user's fresh clone)."""
+    path = shared_data_dir()
+    if not path.is_dir():
+        pytest.skip(f"real data folder {path} not found (set FAIRCL_DATA to its location)")
+    return path
+
+
+@pytest.fixture()
+def in_tmp(tmp_path, monkeypatch) -> Path:
+    """Run the test inside a temporary working directory (logs and checkpoints land there)."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
