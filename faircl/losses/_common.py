@@ -139,3 +139,40 @@ def contrastive_terms(
         terms = num_pos.to(lse.dtype) * lse - torch.where(key_ok, pos_logit_sum, 0.0)
         terms = torch.where(num_pos > 0, terms, 0.0)
     return terms, num_pos
+
+
+def pairwise_distances(z: torch.Tensor, normalize: bool = True) -> torch.Tensor:
+    """Euclidean distances ``[B, B]`` (after L2 normalisation if asked), with a gradient-safe square root.
+
+    The squared distances are clamped at 1e-12 before the root, so identical rows give ~1e-6 (not 0) and a
+    finite gradient; the diagonal is exactly 0.
+    """
+    zf = z.to(torch.promote_types(z.dtype, torch.float32))
+    if normalize:
+        zf = F.normalize(zf, dim=1)
+    sq = (zf * zf).sum(dim=1)
+    d2 = (sq[:, None] + sq[None, :] - 2.0 * zf @ zf.T).clamp(min=1e-12)
+    d = d2.sqrt()
+    return d * (1 - torch.eye(d.shape[0], dtype=d.dtype, device=d.device))
+
+
+def pair_masks(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Positive (same known label, not self) and negative (both known, different) masks ``[B, B]``."""
+    known = labels >= 0
+    both = known[:, None] & known[None, :]
+    same = labels[:, None] == labels[None, :]
+    eye = torch.eye(labels.shape[0], dtype=torch.bool, device=labels.device)
+    return both & same & ~eye, both & ~same
+
+
+def all_triplets(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Every valid triplet ``(a, p, n)``: ``y_p = y_a``, ``p ≠ a``, ``y_n ≠ y_a`` (unknown labels excluded).
+
+    Builds a ``[B, B, B]`` mask: meant for batches of a few hundred rows.
+    """
+    if not isinstance(labels, torch.Tensor) or labels.dim() != 1:
+        raise ValueError(f"`labels` must be an integer tensor [B], got {getattr(labels, 'shape', type(labels))}")
+    labels = check_labels(labels, labels.shape[0], "labels")
+    pos, neg = pair_masks(labels)
+    a, p, n = (pos[:, :, None] & neg[:, None, :]).nonzero(as_tuple=True)
+    return a, p, n

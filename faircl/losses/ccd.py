@@ -1,0 +1,108 @@
+"""Content-conditional debiasing losses (CCD, eqs. 2–4)."""
+
+from __future__ import annotations
+
+import torch
+
+from ._common import check_embeddings, full_precision
+
+
+def _check_tuples(attr_embeddings: torch.Tensor, neutral: torch.Tensor) -> None:
+    if not isinstance(attr_embeddings, torch.Tensor) or attr_embeddings.dim() != 3:
+        raise ValueError(
+            "`attr_embeddings` must be a tensor [G, N, d] (G attribute versions of N contents), got shape "
+            f"{tuple(getattr(attr_embeddings, 'shape', ()))}"
+        )
+    check_embeddings(neutral, "neutral")
+    if attr_embeddings.shape[1:] != neutral.shape:
+        raise ValueError(
+            f"`attr_embeddings` [G, N, d] and `neutral` [N, d] disagree: {tuple(attr_embeddings.shape)} vs {tuple(neutral.shape)}"
+        )
+    if attr_embeddings.shape[0] < 2:
+        raise ValueError(f"`attr_embeddings` needs at least 2 attribute versions (G >= 2), got G={attr_embeddings.shape[0]}")
+
+
+def ccd_kernel(attr_embeddings: torch.Tensor, neutral: torch.Tensor, rho: float) -> torch.Tensor:
+    """``k(f(S^{a_g}), f(S^n)) = exp(−‖f(S^{a_g}) − f(S^n)‖² / (2ρ²))`` for every version ``g`` and content, ``[G, N]``."""
+    with full_precision(neutral.device.type):
+        a = attr_embeddings.to(torch.promote_types(attr_embeddings.dtype, torch.float32))
+        n = neutral.to(a.dtype)
+        sq = ((a - n[None]) ** 2).sum(dim=-1)
+        return torch.exp(-sq / (2.0 * float(rho) ** 2))
+
+
+def ccd_bias_loss(
+    attr_embeddings: torch.Tensor, neutral: torch.Tensor, rho: float, reduction: str = "mean"
+) -> torch.Tensor:
+    """CCD bias loss (eq. 2): ``Σ_i Σ_{j≠i} |k(f(S^{a_i}), f(S^n)) − k(f(S^{a_j}), f(S^n))|`` per content tuple.
+
+    Each unordered pair of attribute versions counts twice, as in the paper's double sum.
+
+    Args:
+        attr_embeddings: ``[G, N, d]``: G attribute versions (e.g. male, female) of N contents.
+        neutral: ``[N, d]``: the neutral version of each content.
+        rho: kernel bandwidth ρ > 0. The paper sets "ρ = the variance of the distance over the training data",
+            which underflows the kernel for sentence embeddings; :func:`ccd_bandwidth` gives the median distance
+            instead (the usual median heuristic for a Gaussian kernel).
+        reduction: ``"mean"`` over the N tuples (default), ``"sum"``, or ``"none"`` (``[N]``).
+
+    Returns:
+        A scalar (or ``[N]``). Its gradient is finite even when all versions coincide (|x| has subgradient 0 at 0).
+    """
+    _check_tuples(attr_embeddings, neutral)
+    if not float(rho) > 0:
+        raise ValueError(f"`rho` must be > 0, got {rho}")
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"`reduction` must be 'mean', 'sum' or 'none', got {reduction!r}")
+    k = ccd_kernel(attr_embeddings, neutral, rho)  # [G, N]
+    per_tuple = (k[:, None, :] - k[None, :, :]).abs().sum(dim=(0, 1))  # the i = j terms are 0
+    if reduction == "none":
+        return per_tuple
+    return per_tuple.sum() if reduction == "sum" else per_tuple.mean()
+
+
+def ccd_rep_loss(neutral: torch.Tensor, neutral_original: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    """CCD representation loss (eq. 3): ``‖f(S^n) − f_orig(S^n)‖`` (Euclidean norm, not squared), per content.
+
+    ``neutral_original`` comes from a frozen copy of the original encoder and is detached here. At the start of
+    training both are equal: the norm's gradient there is taken as 0 (finite).
+
+    Args:
+        neutral: ``[N, d]`` neutral embeddings of the encoder being trained.
+        neutral_original: ``[N, d]`` the same texts through the frozen original encoder.
+        reduction: ``"mean"`` over the N contents (default), ``"sum"`` or ``"none"`` (``[N]``).
+    """
+    check_embeddings(neutral, "neutral")
+    check_embeddings(neutral_original, "neutral_original")
+    if neutral.shape != neutral_original.shape:
+        raise ValueError(
+            f"`neutral` and `neutral_original` must have the same shape [N, d], got {tuple(neutral.shape)} and {tuple(neutral_original.shape)}"
+        )
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"`reduction` must be 'mean', 'sum' or 'none', got {reduction!r}")
+    with full_precision(neutral.device.type):
+        x = neutral.to(torch.promote_types(neutral.dtype, torch.float32))
+        diff = x - neutral_original.detach().to(x.dtype)
+        sq = (diff * diff).sum(dim=1)
+        # sqrt has an infinite derivative at 0; where the difference is exactly 0 use a zero-gradient branch.
+        safe = torch.where(sq > 0, sq, 1.0)
+        per = torch.where(sq > 0, safe.sqrt(), 0.0)
+    if reduction == "none":
+        return per
+    return per.sum() if reduction == "sum" else per.mean()
+
+
+@torch.no_grad()
+def ccd_bandwidth(attr_embeddings: torch.Tensor, neutral: torch.Tensor) -> float:
+    """Median of ``‖f(S^{a_g}) − f(S^n)‖`` over all versions and contents: a data-driven ρ for :func:`ccd_bias_loss`.
+
+    Args:
+        attr_embeddings: ``[G, N, d]`` (embed a sample of training tuples with the original encoder).
+        neutral: ``[N, d]``.
+    """
+    _check_tuples(attr_embeddings, neutral)
+    d = (attr_embeddings.float() - neutral.float()[None]).norm(dim=-1)
+    rho = float(d.median())
+    if not rho > 0:
+        raise ValueError("all attribute versions coincide with their neutral version: cannot set ρ from distances")
+    return rho

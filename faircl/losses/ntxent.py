@@ -1,0 +1,129 @@
+"""NT-Xent (SimCLR) with the fairness-driven negative weights and extra positives of Martin & Ogbuokiri."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ._common import (
+    as_float,
+    check_embeddings,
+    check_labels,
+    check_nonempty,
+    check_reduction,
+    check_temperature,
+    contrastive_terms,
+    full_precision,
+)
+
+
+def _expand_pairs(m: torch.Tensor, n: int) -> torch.Tensor:
+    """Tile an example-level ``[N, N]`` matrix to the ``[2N, 2N]`` matrix over both views."""
+    return m.repeat(2, 2) if m.shape == (n, n) else m
+
+
+def nt_xent_loss(
+    z1: torch.Tensor,
+    z2: torch.Tensor,
+    temperature: float = 0.5,
+    negative_weights: torch.Tensor | None = None,
+    extra_positives: torch.Tensor | None = None,
+    normalize: bool = True,
+    reduction: str = "mean",
+) -> torch.Tensor:
+    """NT-Xent loss of SimCLR (Chen et al. 2020; Martin & Ogbuokiri eq. 2.1), optionally fairness-weighted.
+
+    Over the ``2N`` rows ``[z1; z2]``, anchor ``i`` with other view ``i′`` and positives ``P(i)`` (``i′``, plus
+    the views of its extra positive if any):
+
+        ``ℓ_i = −1/|P(i)| Σ_{p∈P(i)} log( exp(s_ip) / (Σ_{p'∈P(i)} exp(s_ip') + Σ_{k∈N(i)} w̃_ik exp(s_ik)) )``,
+
+    ``s = z zᵀ/τ``, ``N(i)`` = every other row that is not a positive. Without weights ``w̃ = 1`` (plain
+    NT-Xent, where ``|P(i)| = 1``). With ``negative_weights`` the weights of each anchor's negatives are rescaled
+    to mean 1 over ``N(i)`` (so uniform weights give back plain NT-Xent and only the *relative* weights matter);
+    this is the in-batch form of Martin's weighted negative sampling (sampling a negative with probability
+    ∝ w is replaced by its expectation).
+
+    Args:
+        z1: first-view embeddings ``[N, d]``.
+        z2: second-view embeddings ``[N, d]``.
+        temperature: τ > 0 (SimCLR / Martin: 0.5).
+        negative_weights: non-negative weights ``[N, N]`` between examples (used for every view pair, e.g. from
+            :func:`faircl.mining.fair_negative_weights`) or ``[2N, 2N]`` between rows. Entries on positives are
+            ignored. A row whose negatives all have weight 0 keeps only its positives in the denominator.
+        extra_positives: long ``[N]``: index ``m`` of an additional positive example for example ``n``
+            (Martin: the nearest neighbour in the same cluster), ``-1`` for none. Both views of ``m`` become
+            positives of both views of ``n``.
+        normalize: L2-normalise the embeddings.
+        reduction: ``"mean"`` over the ``2N`` anchors, ``"sum"``, or ``"none"`` (``[2N]``, view-1 anchors first).
+
+    Returns:
+        A scalar, or ``[2N]`` per-anchor terms for ``reduction="none"``.
+    """
+    check_embeddings(z1, "z1")
+    check_embeddings(z2, "z2")
+    check_nonempty(z1, "z1")
+    if z1.shape != z2.shape:
+        raise ValueError(f"`z1` and `z2` must have the same shape [N, d], got {tuple(z1.shape)} and {tuple(z2.shape)}")
+    check_temperature(temperature)
+    check_reduction(reduction)
+    n = z1.shape[0]
+    z = torch.cat([z1, z2], dim=0)
+    example = torch.arange(n, device=z.device)
+
+    if extra_positives is None and negative_weights is None:
+        terms, num_pos = contrastive_terms(z, torch.cat([example, example]), temperature, normalize)
+    else:
+        rows = 2 * n
+        eye = torch.eye(rows, dtype=torch.bool, device=z.device)
+        same_example = torch.eye(n, dtype=torch.bool, device=z.device).repeat(2, 2)
+        positive = same_example & ~eye
+        if extra_positives is not None:
+            extra = check_labels(extra_positives, n, "extra_positives")
+            if bool((extra >= n).any()):
+                row = int((extra >= n).nonzero()[0])
+                raise ValueError(f"`extra_positives` must index the batch (< {n}); row {row} holds {int(extra[row])}")
+            pair = torch.zeros(n, n, dtype=torch.bool, device=z.device)
+            has = extra >= 0
+            pair[example[has], extra[has]] = True
+            pair = pair | pair.T
+            positive |= pair.repeat(2, 2) & ~eye
+        negative = ~positive & ~eye
+        with full_precision(z.device.type):
+            if negative_weights is None:
+                log_w = torch.zeros(rows, rows, dtype=torch.float32, device=z.device)
+            else:
+                w = _expand_pairs(negative_weights, n)
+                if w.shape != (rows, rows):
+                    raise ValueError(
+                        f"`negative_weights` must have shape [{n}, {n}] or [{rows}, {rows}], got {tuple(w.shape)}"
+                    )
+                w = w.detach().to(torch.promote_types(w.dtype, torch.float32))
+                if bool((w < 0).any()) or not bool(w.isfinite().all()):
+                    raise ValueError("`negative_weights` must be finite and non-negative")
+                w = torch.where(negative, w, 0.0)
+                scale = negative.sum(dim=1, keepdim=True) / w.sum(dim=1, keepdim=True).clamp(min=torch.finfo(w.dtype).tiny)
+                log_w = torch.log(w * scale)
+            log_w = torch.where(positive, 0.0, log_w).masked_fill(eye, float("-inf"))
+        terms, num_pos = _terms_with_positive_mask(z, positive, log_w, temperature, normalize)
+
+    per_anchor = terms / num_pos.clamp(min=1).to(terms.dtype)
+    if reduction == "none":
+        return per_anchor
+    return per_anchor.sum() if reduction == "sum" else per_anchor.mean()
+
+
+def _terms_with_positive_mask(
+    z: torch.Tensor, positive: torch.Tensor, log_w: torch.Tensor, temperature: float, normalize: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Like :func:`faircl.losses._common.contrastive_terms`, with an explicit ``[B, B]`` positive mask."""
+    with full_precision(z.device.type):
+        zf = as_float(z)
+        if normalize:
+            zf = F.normalize(zf, dim=1)
+        sim = (zf * (1.0 / temperature)) @ zf.T
+        lse = torch.logsumexp(sim + log_w.to(sim.dtype), dim=1)
+        num_pos = positive.sum(dim=1)
+        pos_sum = torch.where(positive, sim, 0.0).sum(dim=1)
+        terms = num_pos.to(lse.dtype) * lse - pos_sum
+    return terms, num_pos
