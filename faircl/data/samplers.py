@@ -394,7 +394,9 @@ class SamplesPerClassSampler(_RankedBatchSampler):
             rest = np.setdiff1d(np.arange(len(streams)), chosen)
             pending = rest[unseen[rest] > 0]
             want = k - len(chosen)
-            if len(pending) >= want:
+            if want == 0:
+                pass
+            elif len(pending) >= want:
                 p = unseen[pending] / unseen[pending].sum()
                 chosen += [int(c) for c in rng.choice(pending, size=want, replace=False, p=p)]
             else:
