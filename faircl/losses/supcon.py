@@ -190,8 +190,10 @@ def cs_infonce_loss(
     cell2 = torch.cat([cell, cell])
     z = torch.cat([z1, z2], dim=0)
     terms, _ = contrastive_terms(z, torch.cat([example, example]), temperature, normalize, block=cell2)
+    cell_size = torch.bincount(cell2)[cell2]
+    # A pair alone in its cell has ℓ_i = 1 exactly; avoid a rounding residue of ~1e-16.
+    terms = torch.where(cell_size > 2, terms, 0.0)
     if reduction == "none":
         return terms
-    cell_size = torch.bincount(cell2)[cell2]
     weighted = terms / (cell_size - 1).to(terms.dtype)
     return weighted.sum() if reduction == "sum" else weighted.mean()

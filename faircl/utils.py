@@ -1,0 +1,193 @@
+"""Small training utilities: a differentiable all-gather and a gradient cache for large contrastive batches."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack, nullcontext
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.distributed as dist
+
+__all__ = ["GradientCache", "all_gather_with_grad", "is_distributed", "split_batch"]
+
+
+def is_distributed() -> bool:
+    """True when a ``torch.distributed`` process group with more than one process is active."""
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+class _AllGatherWithGrad(torch.autograd.Function):
+    """Concatenate ``[B_r, ...]`` tensors of every rank; backward sums the incoming gradients over ranks."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, group: Any) -> torch.Tensor:
+        world = dist.get_world_size(group)
+        sizes = [torch.zeros(1, dtype=torch.long, device=x.device) for _ in range(world)]
+        dist.all_gather(sizes, torch.tensor([x.shape[0]], dtype=torch.long, device=x.device), group=group)
+        sizes_list = [int(s) for s in sizes]
+        biggest = max(sizes_list)
+        padded = x.new_zeros((biggest, *x.shape[1:]))
+        padded[: x.shape[0]] = x
+        parts = [torch.empty_like(padded) for _ in range(world)]
+        dist.all_gather(parts, padded.contiguous(), group=group)
+        ctx.group = group
+        ctx.sizes = sizes_list
+        ctx.rank = dist.get_rank(group)
+        return torch.cat([p[:s] for p, s in zip(parts, sizes_list)], dim=0)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        grad = grad.contiguous().clone()
+        # Every rank computed its own loss on the gathered batch: the gradient of the local rows is the sum
+        # of all ranks' gradients for them.
+        dist.all_reduce(grad, op=dist.ReduceOp.SUM, group=ctx.group)
+        start = sum(ctx.sizes[: ctx.rank])
+        return grad[start : start + ctx.sizes[ctx.rank]], None
+
+
+def all_gather_with_grad(x: torch.Tensor, group: Any = None) -> torch.Tensor:
+    """All-gather along dim 0 with gradients flowing back to every rank's rows.
+
+    Returns ``[Σ_r B_r, ...]`` in rank order (ranks may hold different ``B_r``). Backward all-reduces (sums) the
+    gradient and hands each rank the slice of its own rows — the same convention as
+    ``torch.distributed.nn.all_gather`` and Lightning's ``all_gather(sync_grads=True)``: when every rank computes
+    the same global loss ``L``, a local row receives ``world_size · ∂L/∂x``, and DDP's gradient averaging turns
+    parameter gradients back into exactly ``∂L/∂θ`` of the single-process loss on the concatenated batch.
+
+    Without an initialised process group (or with one process) ``x`` is returned unchanged.
+
+    Args:
+        x: local tensor ``[B_r, ...]``.
+        group: optional process group.
+    """
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size(group) == 1:
+        return x
+    return _AllGatherWithGrad.apply(x, group)
+
+
+def split_batch(x: Any, chunk_size: int) -> list[Any]:
+    """Split a batch along its first dimension into chunks of ``chunk_size`` rows.
+
+    Supports tensors, lists/tuples of per-example items (e.g. strings), and dicts of those (token dicts).
+    """
+    if chunk_size < 1:
+        raise ValueError(f"`chunk_size` must be >= 1, got {chunk_size}")
+    if isinstance(x, torch.Tensor):
+        return list(x.split(chunk_size, dim=0))
+    if isinstance(x, dict):
+        keys = list(x)
+        if not keys:
+            raise ValueError("cannot split an empty dict batch")
+        parts = {k: split_batch(x[k], chunk_size) for k in keys}
+        counts = {k: len(v) for k, v in parts.items()}
+        if len(set(counts.values())) != 1:
+            raise ValueError(f"dict batch entries have different lengths (chunks per key: {counts})")
+        return [{k: parts[k][i] for k in keys} for i in range(counts[keys[0]])]
+    if isinstance(x, (list, tuple)):
+        return [x[i : i + chunk_size] for i in range(0, len(x), chunk_size)]
+    raise TypeError(f"cannot split a batch of type {type(x).__name__}: expected a tensor, list, tuple or dict")
+
+
+class _RngState:
+    """Snapshot of the CPU (and initialised CUDA) random generators, to replay dropout identically."""
+
+    def __init__(self) -> None:
+        self.cpu = torch.get_rng_state()
+        self.cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+
+    def restore(self) -> None:
+        torch.set_rng_state(self.cpu)
+        if self.cuda is not None:
+            torch.cuda.set_rng_state_all(self.cuda)
+
+
+class GradientCache:
+    """Large-batch contrastive training on limited memory (gradient cache, Gao et al. 2021; used by Chi et al. 2022).
+
+    One call performs the backward pass of ``loss_fn(*[encoder(x) for x in inputs], **loss_kwargs)`` over the whole
+    batch while only ever holding the activations of ``chunk_size`` rows:
+
+    1. embed every chunk without a graph and concatenate the embeddings;
+    2. compute the loss on these cached embeddings and back-propagate to them (the loss's own parameters, e.g. a
+       learnable temperature or margin, receive their gradients here);
+    3. re-embed each chunk with a graph (replaying the random state, so dropout masks match step 1) and
+       back-propagate the cached embedding gradient of that chunk into the encoder.
+
+    Parameter gradients equal those of the full-batch backward (up to float rounding); they are *accumulated* into
+    ``.grad`` like ``loss.backward()``. In Lightning, use manual optimisation (``automatic_optimization = False``)
+    and call ``optimizer.step()`` after this. Under DDP pass the DDP-wrapped module as ``encoder``: gradient
+    synchronisation is skipped for all but the last chunk. For a loss over the global batch, gather inside
+    ``loss_fn`` with :func:`all_gather_with_grad`.
+
+    Args:
+        encoder: a callable mapping a chunk of inputs to embeddings ``[b, d]``, or a sequence with one callable per
+            input (e.g. a query and a document tower).
+        loss_fn: ``loss_fn(*embeddings, **loss_kwargs) -> scalar``, e.g. ``faircl.losses.cs_infonce_loss``.
+        chunk_size: rows per chunk.
+
+    Example:
+        >>> cache = GradientCache(lambda x: model(x)["z"], cs_infonce_loss, chunk_size=32)
+        >>> loss = cache(x1, x2, labels=y, groups=a)  # gradients are now in model's .grad
+        >>> optimizer.step(); optimizer.zero_grad()
+    """
+
+    def __init__(
+        self,
+        encoder: Callable[[Any], torch.Tensor] | Sequence[Callable[[Any], torch.Tensor]],
+        loss_fn: Callable[..., torch.Tensor],
+        chunk_size: int,
+    ) -> None:
+        if chunk_size < 1:
+            raise ValueError(f"`chunk_size` must be >= 1, got {chunk_size}")
+        self.encoder = encoder
+        self.loss_fn = loss_fn
+        self.chunk_size = int(chunk_size)
+
+    def _encoders(self, n: int) -> list[Callable[[Any], torch.Tensor]]:
+        if callable(self.encoder):
+            return [self.encoder] * n
+        encoders = list(self.encoder)
+        if len(encoders) != n:
+            raise ValueError(f"got {len(encoders)} encoders for {n} inputs: pass one encoder, or one per input")
+        return encoders
+
+    def __call__(self, *inputs: Any, **loss_kwargs: Any) -> torch.Tensor:
+        """Run forward and backward over ``inputs`` (each a full batch); return the detached loss."""
+        if not inputs:
+            raise ValueError("GradientCache needs at least one input batch")
+        encoders = self._encoders(len(inputs))
+        chunks = [split_batch(x, self.chunk_size) for x in inputs]
+
+        states: list[list[_RngState]] = []
+        cached: list[torch.Tensor] = []
+        with torch.no_grad():
+            for enc, parts in zip(encoders, chunks):
+                states.append([])
+                reps = []
+                for part in parts:
+                    states[-1].append(_RngState())
+                    reps.append(enc(part))
+                cached.append(torch.cat(reps, dim=0).detach().requires_grad_(True))
+        after = _RngState()
+
+        loss = self.loss_fn(*cached, **loss_kwargs)
+        if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+            raise ValueError("`loss_fn` must return a scalar tensor")
+        loss.backward()
+        grads = [c.grad if c.grad is not None else torch.zeros_like(c) for c in cached]
+
+        jobs = [
+            (enc, part, state, g)
+            for enc, parts, st, grad in zip(encoders, chunks, states, grads)
+            for part, state, g in zip(parts, st, grad.split(self.chunk_size, dim=0))
+        ]
+        for j, (enc, part, state, g) in enumerate(jobs):
+            state.restore()
+            last = j == len(jobs) - 1
+            with ExitStack() as stack:
+                no_sync = getattr(enc, "no_sync", None)
+                stack.enter_context(no_sync() if (no_sync is not None and not last) else nullcontext())
+                rep = enc(part)
+                rep.backward(g.to(rep.dtype))
+        after.restore()
+        return loss.detach()
