@@ -102,7 +102,8 @@ def nt_xent_loss(
                 if bool((w < 0).any()) or not bool(w.isfinite().all()):
                     raise ValueError("`negative_weights` must be finite and non-negative")
                 w = torch.where(negative, w, 0.0)
-                scale = negative.sum(dim=1, keepdim=True) / w.sum(dim=1, keepdim=True).clamp(min=torch.finfo(w.dtype).tiny)
+                total = w.sum(dim=1, keepdim=True)
+                scale = torch.where(total > 0, negative.sum(dim=1, keepdim=True) / torch.where(total > 0, total, 1.0), 0.0)
                 log_w = torch.log(w * scale)
             log_w = torch.where(positive, 0.0, log_w).masked_fill(eye, float("-inf"))
         terms, num_pos = _terms_with_positive_mask(z, positive, log_w, temperature, normalize)
