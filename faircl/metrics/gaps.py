@@ -1,0 +1,131 @@
+"""Reducers from a per-group value to one subgroup gap (Dullerud et al. 2022, finDML §5 and App. D.2).
+
+Each reducer takes ``values`` ``[G]`` (one score per group, NaN for a group without data) and ``sizes`` ``[G]``
+(rows per group) and returns a float64 scalar tensor. Groups with ``size == 0`` or a NaN value are not present and
+take no part. A gap is NaN when it cannot be formed (fewer than two groups present).
+
+* :func:`majority_minority`: value of the largest group minus value of the smallest (signed, as in the paper's
+  tables, where e.g. NMI gaps can be negative).
+* :func:`worst_vs_rest`: the rest minus the worst group (positive = the worst group is behind).
+* :func:`top_vs_bottom_half`: first half of the groups minus the second half, in id order (the paper's 3 lightest vs
+  3 darkest Fitzpatrick skin tones) or in value order.
+
+Means over several groups are size-weighted by default, which for a per-query average such as Recall@k equals the
+score of the pooled rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+__all__ = ["all_gaps", "majority_minority", "top_vs_bottom_half", "worst_vs_rest"]
+
+
+def _prepare(values: Tensor, sizes: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    values = torch.as_tensor(values).double().flatten()
+    sizes = torch.as_tensor(sizes).double().flatten()
+    if values.shape != sizes.shape:
+        raise ValueError(f"values and sizes must have the same shape [G], got {tuple(values.shape)} and "
+                         f"{tuple(sizes.shape)}")
+    if bool((sizes < 0).any()):
+        raise ValueError(f"sizes must be >= 0, got {sizes.tolist()}")
+    present = (sizes > 0) & ~torch.isnan(values)
+    return values, sizes, present
+
+
+def _nan(values: Tensor) -> Tensor:
+    return values.new_tensor(float("nan"))
+
+
+def _mean(values: Tensor, sizes: Tensor, weighted: bool) -> Tensor:
+    if weighted:
+        return (values * sizes).sum() / sizes.sum()
+    return values.mean()
+
+
+def majority_minority(values: Tensor, sizes: Tensor) -> Tensor:
+    """``value[largest group] − value[smallest group]`` among the present groups (ties: lowest id).
+
+    Args:
+        values: per-group score ``[G]``.
+        sizes: rows per group ``[G]``.
+    """
+    values, sizes, present = _prepare(values, sizes)
+    if int(present.sum()) < 2:
+        return _nan(values)
+    idx = present.nonzero().flatten()
+    s = sizes[idx]
+    major = idx[int(torch.argmax(s))]
+    minor = idx[int(torch.argmin(s))]
+    return values[major] - values[minor]
+
+
+def worst_vs_rest(values: Tensor, sizes: Tensor, higher_is_better: bool = True, weighted: bool = True) -> Tensor:
+    """Gap between the worst present group and the mean of the other present groups.
+
+    Args:
+        values: per-group score ``[G]``.
+        sizes: rows per group ``[G]``.
+        higher_is_better: the worst group is the lowest value if True, else the highest (e.g. for U_KL).
+        weighted: size-weighted mean of the rest (default) or plain mean.
+
+    Returns:
+        ``mean(rest) − worst`` if ``higher_is_better`` else ``worst − mean(rest)``; positive when the worst group is
+        behind the rest.
+    """
+    values, sizes, present = _prepare(values, sizes)
+    if int(present.sum()) < 2:
+        return _nan(values)
+    idx = present.nonzero().flatten()
+    v = values[idx]
+    w = int(torch.argmin(v)) if higher_is_better else int(torch.argmax(v))
+    rest = torch.ones_like(v, dtype=torch.bool)
+    rest[w] = False
+    rest_mean = _mean(v[rest], sizes[idx][rest], weighted)
+    return rest_mean - v[w] if higher_is_better else v[w] - rest_mean
+
+
+def top_vs_bottom_half(values: Tensor, sizes: Tensor, by: str | Sequence[int] = "id", weighted: bool = True) -> Tensor:
+    """Mean over the first half of the present groups minus the mean over the second half.
+
+    Args:
+        values: per-group score ``[G]``.
+        sizes: rows per group ``[G]``.
+        by: ``"id"`` orders groups by id (an ordered attribute such as skin tone, lightest first); ``"value"`` by
+            decreasing value (top-scoring half vs bottom half, always >= 0); or an explicit order of group ids.
+        weighted: size-weighted means (default) or plain means.
+
+    Returns:
+        The gap; with an odd number of present groups the middle one is left out.
+    """
+    values, sizes, present = _prepare(values, sizes)
+    if isinstance(by, str):
+        if by == "id":
+            order = torch.arange(values.numel())
+        elif by == "value":
+            order = torch.argsort(torch.nan_to_num(values, nan=-float("inf")), descending=True, stable=True)
+        else:
+            raise ValueError(f"by must be 'id', 'value' or a sequence of group ids, got {by!r}")
+    else:
+        order = torch.as_tensor(list(by), dtype=torch.long)
+        if sorted(order.tolist()) != list(range(values.numel())):
+            raise ValueError(f"by must be a permutation of 0..{values.numel() - 1}, got {order.tolist()}")
+    order = order[present[order]]
+    half = order.numel() // 2
+    if half < 1:
+        return _nan(values)
+    top, bottom = order[:half], order[-half:]
+    return _mean(values[top], sizes[top], weighted) - _mean(values[bottom], sizes[bottom], weighted)
+
+
+def all_gaps(values: Tensor, sizes: Tensor, higher_is_better: bool = True, prefix: str = "gap") -> dict[str, Tensor]:
+    """The three reducers in a dict: ``{prefix}_majority_minority``, ``{prefix}_worst_vs_rest``,
+    ``{prefix}_top_vs_bottom_half`` (id order)."""
+    return {
+        f"{prefix}_majority_minority": majority_minority(values, sizes),
+        f"{prefix}_worst_vs_rest": worst_vs_rest(values, sizes, higher_is_better=higher_is_better),
+        f"{prefix}_top_vs_bottom_half": top_vs_bottom_half(values, sizes),
+    }

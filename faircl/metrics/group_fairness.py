@@ -1,0 +1,91 @@
+"""Prediction-fairness metric over per-(group, class) confusion counts."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+from torchmetrics import Metric
+
+from faircl.metrics import functional as F
+
+__all__ = ["GroupFairness"]
+
+
+class GroupFairness(Metric):
+    """Accuracy, F1 and group-fairness gaps of a classifier, exact under DDP and mixed precision.
+
+    The only state is an int64 count tensor ``confmat`` of shape ``[num_groups + 1, C, C]`` (slot ``num_groups``
+    holds the rows with an unknown group, ``-1``), summed across processes. Group slots are fixed, so a group missing
+    from a batch or from one process is never relabelled.
+
+    ``compute()`` returns a dict of float64 tensors:
+
+    * ``accuracy``, ``f1`` (binary: F1 of class 1; else macro F1) over all rows, unknown groups included;
+    * ``eo_gap``: Chi et al. (2022) ΔEO (binary: positive class only);
+    * ``tpr_gap_rms``, ``fpr_gap_rms``, ``ppr_gap_rms``: Shen et al. (2021) GAP (eq. 4) and its FPR / PPR versions;
+    * ``dp_gap``: demographic-parity difference; ``equalized_odds_difference`` (binary tasks only): both equal to
+      fairlearn's functions of the same names;
+    * ``worst_group_accuracy`` and ``group_accuracy`` ``[num_groups]`` (NaN for a group without rows);
+    * ``n_unknown_group``: number of rows with group ``-1`` (left out of every group term).
+
+    Undefined rates are NaN and left out of the gaps (see :mod:`faircl.metrics.functional`).
+
+    Args:
+        num_classes: number of task classes C (>= 2).
+        num_groups: number of protected groups G (>= 1).
+        smoothing: fairlib's additive count smoothing for the ``*_gap_rms`` entries (0 = exact; 1e-5 = fairlib).
+        **kwargs: forwarded to :class:`torchmetrics.Metric`.
+    """
+
+    is_differentiable = False
+    higher_is_better = None
+    full_state_update = False
+
+    confmat: Tensor
+
+    def __init__(self, num_classes: int, num_groups: int, smoothing: float = 0.0, **kwargs) -> None:
+        super().__init__(**kwargs)
+        if num_classes < 2:
+            raise ValueError(f"num_classes must be >= 2, got {num_classes}")
+        if num_groups < 1:
+            raise ValueError(f"num_groups must be >= 1, got {num_groups}")
+        if smoothing < 0:
+            raise ValueError(f"smoothing must be >= 0, got {smoothing}")
+        self.num_classes = num_classes
+        self.num_groups = num_groups
+        self.smoothing = smoothing
+        self.add_state("confmat", default=torch.zeros(num_groups + 1, num_classes, num_classes, dtype=torch.long),
+                       dist_reduce_fx="sum")
+
+    def update(self, preds: Tensor, target: Tensor, groups: Tensor) -> None:
+        """Accumulate a batch.
+
+        Args:
+            preds: class ids ``[N]`` or scores ``[N, C]`` (any float dtype; argmaxed in float32).
+            target: true class ids ``[N]``.
+            groups: group ids ``[N]``; ``-1`` = unknown.
+        """
+        p, t, g = F.check_inputs(preds, target, groups, self.num_classes, self.num_groups)
+        counts = F.confusion_counts(p.to(self.confmat.device), t.to(self.confmat.device),
+                                    g.to(self.confmat.device), self.num_classes, self.num_groups)
+        self.confmat += counts
+
+    def compute(self) -> dict[str, Tensor]:
+        """The metrics of all rows seen (see the class docstring)."""
+        cm_all = self.confmat
+        cm = cm_all[: self.num_groups]
+        out = {
+            "accuracy": F.accuracy_from_confusion(cm_all),
+            "f1": F.f1_from_confusion(cm_all),
+            "eo_gap": F.eo_gap_from_confusion(cm),
+            "tpr_gap_rms": F.rate_gap_rms_from_confusion(cm, "tpr", self.smoothing),
+            "fpr_gap_rms": F.rate_gap_rms_from_confusion(cm, "fpr", self.smoothing),
+            "ppr_gap_rms": F.rate_gap_rms_from_confusion(cm, "ppr", self.smoothing),
+            "dp_gap": F.demographic_parity_gap_from_confusion(cm),
+            "worst_group_accuracy": F.worst_group_accuracy_from_confusion(cm),
+            "group_accuracy": F.group_accuracy_from_confusion(cm),
+            "n_unknown_group": cm_all[self.num_groups].sum(),
+        }
+        if self.num_classes == 2:
+            out["equalized_odds_difference"] = F.equalized_odds_difference_from_confusion(cm)
+        return out
