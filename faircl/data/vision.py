@@ -114,13 +114,11 @@ def simclr_view_transform(size: int, strength: float = 0.5) -> Callable[[torch.T
     """
     try:
         from faircl.data.augment import SimCLRTransform
-    except ImportError:
+    except ImportError:  # the package without its augmentation module
         SimCLRTransform = None
     if SimCLRTransform is not None:
-        try:
-            return SimCLRTransform(size=size)
-        except TypeError:
-            pass
+        # One view, float in [0, 1]; the DataModule's transform normalises it afterwards.
+        return SimCLRTransform(size=size, scale=(0.2, 1.0), s=strength).transform
     from torchvision.transforms import v2
 
     s = float(strength)
