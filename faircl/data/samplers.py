@@ -20,9 +20,12 @@ Three samplers share one set of rules:
   epoch is rounded up, so every row of the shard is drawn at least once (the last batch is completed with
   rows of a new shuffle). With ``drop_last=True`` (the default) it is rounded down, so per rank and epoch at
   most one batch's quota of each bucket is left out; those rows are drawn in other epochs, as the shuffle
-  changes.
+  changes. An epoch never has zero batches: data too small for one batch per rank still gives one (full,
+  oversampled) batch.
 * **Reproducible.** The order depends only on ``(seed, epoch, rank)``; call :meth:`set_epoch` before each
-  epoch (Lightning does so for a ``batch_sampler`` that has the method) to reshuffle.
+  epoch to reshuffle. Lightning calls ``set_epoch`` on ``dataloader.sampler`` and on
+  ``dataloader.batch_sampler.sampler``, not on the batch sampler itself, so each sampler exposes a ``sampler``
+  attribute whose ``set_epoch`` forwards to it.
 """
 
 from __future__ import annotations
@@ -38,18 +41,12 @@ __all__ = ["GroupBalancedBatchSampler", "StratifiedBatchSampler", "SamplesPerCla
 
 
 def _as_ids(values: Any, name: str) -> np.ndarray:
-    """Validate a 1-D integer id vector (``-1`` allowed) and return it as ``int64`` numpy."""
-    if isinstance(values, torch.Tensor):
-        if values.is_floating_point() or values.is_complex() or values.dtype == torch.bool:
-            raise ValueError(f"{name} must hold integer ids, got a tensor of dtype {values.dtype}")
-        arr = values.detach().cpu().numpy()
-    else:
-        arr = np.asarray(values)
-        if arr.dtype == object or arr.dtype.kind not in "iu":
-            if arr.dtype.kind == "f" and arr.size and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
-                arr = arr.astype(np.int64)
-            elif arr.size:
-                raise ValueError(f"{name} must hold integer ids, got dtype {arr.dtype}")
+    """Validate a 1-D integer id vector (``-1`` allowed; whole-valued floats accepted) as ``int64`` numpy."""
+    arr = values.detach().cpu().numpy() if isinstance(values, torch.Tensor) else np.asarray(values)
+    if arr.size and arr.dtype.kind not in "iu":
+        whole = arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))
+        if not whole:
+            raise ValueError(f"{name} must hold integer ids, got dtype {arr.dtype}")
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D (one id per row), got shape {tuple(arr.shape)}")
     if arr.size == 0:
@@ -108,6 +105,16 @@ class _Stream:
         return out
 
 
+class _EpochHook:
+    """Forwards ``set_epoch`` to its batch sampler."""
+
+    def __init__(self, owner: _RankedBatchSampler) -> None:
+        self.owner = owner
+
+    def set_epoch(self, epoch: int) -> None:
+        self.owner.set_epoch(epoch)
+
+
 class _RankedBatchSampler(Sampler[list[int]]):
     """Shared machinery: buckets of rows, rank sharding, epochs and seeds."""
 
@@ -140,6 +147,11 @@ class _RankedBatchSampler(Sampler[list[int]]):
         """Use a different shuffle for ``epoch`` (call before iterating, on every rank)."""
         self.epoch = int(epoch)
 
+    @property
+    def sampler(self) -> _EpochHook:
+        """Where Lightning looks for ``set_epoch`` (``batch_sampler.sampler``); forwards to :meth:`set_epoch`."""
+        return _EpochHook(self)
+
     def _shards(self) -> tuple[list[np.ndarray], np.random.Generator]:
         """This rank's rows of every bucket for the current epoch, and the rank's own generator."""
         shared = np.random.default_rng([self.seed, self.epoch])
@@ -163,12 +175,7 @@ class _QuotaBatchSampler(_RankedBatchSampler):
     def _setup_quotas(self, shares: np.ndarray) -> None:
         self.shares = shares
         if self.drop_last:
-            m = int(np.floor(np.max(self.shard_min / shares) + 1e-9))
-            if m < 1:
-                raise ValueError(
-                    f"too few rows for one full batch of {self.batch_size} per rank with num_replicas="
-                    f"{self.num_replicas}; use a smaller batch_size or drop_last=False"
-                )
+            m = max(int(np.floor(np.max(self.shard_min / shares) + 1e-9)), 1)
         else:
             m = max(int(np.ceil(np.max(self.shard_max / shares) - 1e-9)), 1)
             while np.any(self._quotas(m).sum(0) < self.shard_max):
@@ -220,7 +227,7 @@ class GroupBalancedBatchSampler(_QuotaBatchSampler):
         drop_last: round the epoch down (``True``) or up (``False``) to whole batches.
 
     Raises:
-        ValueError: bad ids, ``batch_size`` smaller than the number of groups, or too few rows.
+        ValueError: bad ids, or ``batch_size`` smaller than the number of groups.
     """
 
     def __init__(
@@ -368,12 +375,7 @@ class SamplesPerClassSampler(_RankedBatchSampler):
         k, n = self.classes_per_batch, self.samples_per_class
         if self.drop_last:
             chunks = self.shard_min // n
-            m = max(int(chunks.sum()) // k, int(chunks.max()))
-            if m < 1:
-                raise ValueError(
-                    f"too few rows for one full batch of {self.batch_size} per rank with num_replicas="
-                    f"{self.num_replicas}; use a smaller batch_size or drop_last=False"
-                )
+            m = max(int(chunks.sum()) // k, int(chunks.max()), 1)
         else:
             chunks = -(-self.shard_max // n)
             m = max(-(-int(chunks.sum()) // k), int(chunks.max()))

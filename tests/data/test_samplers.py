@@ -180,6 +180,17 @@ def test_torch_tensor_inputs_and_dataloader():
         assert len(set(zip(yb.tolist(), ab.tolist()))) == 6
 
 
+def test_lightning_sets_the_epoch_through_the_dataloader():
+    from lightning.fabric.utilities.data import _set_sampler_epoch
+
+    labels, groups = imbalanced()
+    s = GroupBalancedBatchSampler(groups, 8, seed=1)
+    first = list(s)
+    loader = DataLoader(TensorDataset(torch.arange(len(groups))), batch_sampler=s)
+    _set_sampler_epoch(loader, 4)  # what Lightning's fit loop calls at each epoch start
+    assert s.epoch == 4 and list(s) != first
+
+
 @pytest.mark.parametrize(
     "build, match",
     [
@@ -195,7 +206,8 @@ def test_torch_tensor_inputs_and_dataloader():
         (lambda: GroupBalancedBatchSampler([], 2), "empty"),
         (lambda: GroupBalancedBatchSampler([0, 1], 0), "batch_size must be a positive integer"),
         (lambda: GroupBalancedBatchSampler([0, 1], 2, num_replicas=2, rank=2), r"rank must be in \[0, num_replicas"),
-        (lambda: GroupBalancedBatchSampler([0, 1, 0, 1], 4, num_replicas=2, rank=0), "too few rows"),
+        (lambda: GroupBalancedBatchSampler(torch.tensor([0.5, 1.0]), 2), "integer ids"),
+        (lambda: GroupBalancedBatchSampler(np.array([True, False]), 2), "integer ids"),
     ],
 )
 def test_bad_input_raises_clear_error(build, match):
@@ -203,10 +215,16 @@ def test_bad_input_raises_clear_error(build, match):
         build()
 
 
-def test_too_few_rows_works_without_drop_last():
-    s = GroupBalancedBatchSampler([0, 1, 0, 1], 4, num_replicas=2, rank=1, drop_last=False)
-    (b,) = list(s)
-    assert sorted(Counter(np.array([0, 1, 0, 1])[b].tolist()).values()) == [2, 2]
+@pytest.mark.parametrize("drop_last", [True, False])
+def test_too_few_rows_still_give_one_full_batch(drop_last):
+    g = np.array([0, 1, 0, 1])
+    for s, batches in run_ranks("group", None, g, 4, 2, drop_last=drop_last):
+        (b,) = batches
+        assert len(s) == 1 and sorted(Counter(g[b].tolist()).values()) == [2, 2]
+    y = np.array([0, 1, 2])
+    (b,) = list(SamplesPerClassSampler(y, 6, samples_per_class=2, drop_last=drop_last))
+    assert sorted(Counter(y[b].tolist()).values()) == [2, 2, 2]
+    assert GroupBalancedBatchSampler(torch.tensor([0.0, 1.0]), 2).groups == [0, 1]
 
 
 @settings(max_examples=40, deadline=None)
@@ -249,11 +267,7 @@ def test_property_spc(labels, n, world, drop_last):
     y = np.array(labels)
     c = len(set(labels))
     k = min(c, 2)
-    try:
-        runs = run_ranks("spc", y, None, k * n, world, samples_per_class=n, drop_last=drop_last)
-    except ValueError as err:
-        assert drop_last and "too few rows" in str(err)
-        return
+    runs = run_ranks("spc", y, None, k * n, world, samples_per_class=n, drop_last=drop_last)
     assert len({len(s) for s, _ in runs}) == 1
     for s, batches in runs:
         assert len(batches) == len(s)
