@@ -97,6 +97,7 @@ def representation_metrics(
     group_names: Sequence[str],
     ks: Sequence[int] = (1,),
     minority_groups: Sequence[int] | None = None,
+    seed: int = 0,
 ) -> dict[str, float]:
     """Overall and per-group Recall@k, NMI and U_KL of test embeddings, with their gaps (finDML Definitions 1–3).
 
@@ -106,6 +107,7 @@ def representation_metrics(
         num_classes / num_groups: label ranges; group_names: ``G`` display names.
         ks: the k of Recall@k.
         minority_groups: the minoritised group ids (adds ``*_gap_minority``).
+        seed: K-means seed of the NMI clustering.
 
     Returns:
         Flat dict: ``recall@1``, ``recall@1/<group>``, ``recall@1_gap_<reducer>``, … likewise ``nmi`` and ``ukl``.
@@ -116,28 +118,23 @@ def representation_metrics(
     yy = torch.as_tensor(_np(y, np.int64))
     aa = torch.as_tensor(_np(a, np.int64))
     sizes = np.bincount(aa[aa >= 0].numpy(), minlength=num_groups).astype(np.float64)
-    found: dict[str, Any] = {f"recall@{k}": metrics.GroupRecallAtK(k=int(k), num_groups=num_groups)
-                             for k in sorted(set(int(k) for k in ks))}
-    found["nmi"] = metrics.GroupNMI(num_classes=num_classes, num_groups=num_groups)
-    found["ukl"] = metrics.GroupUniformityKL(num_groups=num_groups)
+    # name -> (metric, update arguments, overall key, per-group key) of faircl.metrics.embedding
+    found: dict[str, tuple[Any, tuple, str, str]] = {
+        f"recall@{k}": (metrics.GroupRecallAtK(k=k, num_groups=num_groups), (z, yy, aa), "recall", "group_recall")
+        for k in sorted({int(k) for k in ks})}
+    found["nmi"] = (metrics.GroupNMI(num_classes=num_classes, num_groups=num_groups, seed=seed), (z, yy, aa), "nmi",
+                    "group_nmi")
+    found["ukl"] = (metrics.GroupUniformityKL(num_groups=num_groups), (z, aa), "uniformity_kl", "group_uniformity_kl")
     report: dict[str, float] = {}
-    for name, metric in found.items():
-        metric.update(z, yy, aa)
-        overall, per_group = _overall_and_groups(metric.compute())
-        if overall is not None:
-            report[name] = float(overall)
+    for name, (metric, args, overall_key, group_key) in found.items():
+        metric.update(*args)
+        result = metric.compute()
+        per_group = _np(result[group_key], np.float64)
+        report[name] = float(result[overall_key])
         for g, v in enumerate(per_group.tolist()):
             report[f"{name}/{group_names[g]}"] = float(v)
         report.update(_gaps(name, per_group, sizes, name != "ukl", minority_groups))
     return report
-
-
-def _overall_and_groups(result: Any) -> tuple[float | None, np.ndarray]:
-    if isinstance(result, Mapping):
-        per_group = result.get("per_group", result.get("group"))
-        overall = result.get("overall")
-        return (None if overall is None else float(overall)), _np(per_group, np.float64)
-    return None, _np(result, np.float64)
 
 
 # ---------------------------------------------------------------------------------------------- downstream
@@ -320,7 +317,7 @@ def evaluate_embeddings(
     if minority_groups is not None and any(not 0 <= g < num_groups for g in minority_groups):
         raise ValueError(f"minority_groups {list(minority_groups)} outside [0, {num_groups})")
     report = representation_metrics(te[0], te[1], te[2], num_classes=num_classes, num_groups=num_groups,
-                                    group_names=names, ks=ks, minority_groups=minority_groups)
+                                    group_names=names, ks=ks, minority_groups=minority_groups, seed=seed)
     if classifiers:
         ds = tr if downstream_train is None else tuple(_np(v) for v in downstream_train)
         report.update(downstream_metrics(*ds, *te, num_classes=num_classes, num_groups=num_groups, group_names=names,
