@@ -29,9 +29,8 @@ Error messages name the file, the column and the row; rows are counted from 0 ov
 from __future__ import annotations
 
 import fnmatch
-import inspect
 import math
-import random
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,19 +167,21 @@ def stratified_split(y: np.ndarray, a: np.ndarray, val_fraction: float, test_fra
     return {k: np.sort(np.concatenate(v)) if v else np.zeros(0, dtype=np.int64) for k, v in parts.items()}
 
 
-def make_eda(p: float, seed: int) -> Callable[[str], str]:
-    """The project's EDA text augmenter (random swap / deletion / synonym replacement / insertion), rate ``p``."""
-    from faircl.data.augment import EDA
+def make_eda(p: float, seed: int, synonyms: bool = True) -> Callable[[str], str]:
+    """The EDA augmenter of :mod:`faircl.data.augment` with every operation at rate ``p`` (one per call).
 
-    params = inspect.signature(EDA).parameters
-    kwargs: dict[str, Any] = {}
-    for name in ("p", "alpha", "rate", "prob"):
-        if name in params:
-            kwargs[name] = p
-            break
-    if "seed" in params:
-        kwargs["seed"] = seed
-    return EDA(**kwargs)
+    ``synonyms=False`` keeps only random swap and deletion (for pseudo-words such as token ids). Without WordNet on
+    disk, synonym replacement and insertion are switched off with a warning rather than failing.
+    """
+    from faircl.data.augment import EDA, WordNetUnavailableError
+
+    if not synonyms:
+        return EDA(p_swap=p, p_delete=p, p_synonym=0.0, p_insert=0.0, seed=seed)
+    try:
+        return EDA(p_swap=p, p_delete=p, p_synonym=p, p_insert=p, seed=seed)
+    except WordNetUnavailableError as err:
+        warnings.warn(f"EDA without synonym replacement/insertion: {err}", stacklevel=2)
+        return EDA(p_swap=p, p_delete=p, p_synonym=0.0, p_insert=0.0, seed=seed)
 
 
 class _FeatureTable:
@@ -205,8 +206,32 @@ class _PickView:
         return int(self.rng.integers(1, self.num_views + 1)), int(i)
 
 
+class _LoadedNames:
+    """``class_names`` / ``group_names`` that load the data on first access when the files define them."""
+
+    @property
+    def class_names(self) -> list[str]:
+        if getattr(self, "_class_names_", None) is None:
+            self.splits  # noqa: B018
+        return self._class_names_
+
+    @class_names.setter
+    def class_names(self, names: list[str]) -> None:
+        self._class_names_ = list(names)
+
+    @property
+    def group_names(self) -> list[str]:
+        if getattr(self, "_group_names_", None) is None:
+            self.splits  # noqa: B018
+        return self._group_names_
+
+    @group_names.setter
+    def group_names(self, names: list[str]) -> None:
+        self._group_names_ = list(names)
+
+
 # ============================================================================================ base
-class TextDataModule(FairDataModule):
+class TextDataModule(_LoadedNames, FairDataModule):
     """Base of the text DataModules: turns raw splits into raw strings, token ids or cached frozen features.
 
     Subclasses implement :meth:`load_raw` (``{"train"|"val"|"test": RawSplit}``) and set ``class_names`` and
@@ -315,11 +340,8 @@ class TextDataModule(FairDataModule):
                                          name=f"{name}[{split}]")]
                 if split == "train" and self.two_views:
                     for k in range(1, self.frozen_views + 1):
+                        # a seeded augmenter makes the same views (hence the same cache key) on every run
                         eda = make_eda(self.eda_p, self.seed * 1000 + k)
-                        # EDA implementations may draw from the global generators: seed them so the views (and
-                        # therefore their cache key) are the same on every run
-                        random.seed(self.seed * 1000 + k)
-                        np.random.seed(self.seed * 1000 + k)
                         views = [eda(t) for t in r.texts]
                         tables.append(cache.features(views, self.encoder_dir, self.pooling, self.max_length,
                                                      name=f"{name}[{split}] EDA view {k}"))
@@ -565,7 +587,7 @@ class Moji(FairDataModule):
                 share = {s: 0.5 * (self.ratio if y == a else 1 - self.ratio) for s, (y, a) in _MOJI_FILES.items()}
                 cap = min(len(arrays[s]) / share[s] for s in share if share[s] > 0)
                 total = cap if self.n_train is None else min(self.n_train, cap)
-                take = {s: int(total * share[s]) for s in share}
+                take = {s: min(int(round(total * share[s])), len(arrays[s])) for s in share}
             else:
                 take = {s: len(arrays[s]) for s in arrays}
             xs, ys, as_ = [], [], []
@@ -582,9 +604,7 @@ class Moji(FairDataModule):
     def view_transform(self) -> Callable:
         from faircl.data.augment import FeatureNoise
 
-        params = inspect.signature(FeatureNoise).parameters
-        key = next((k for k in ("std", "sigma", "noise", "scale") if k in params), None)
-        return FeatureNoise(**({key: self.view_noise} if key else {}))
+        return FeatureNoise(std=self.view_noise, seed=self.seed)
 
 
 # ============================================================================================ Jigsaw
@@ -680,7 +700,7 @@ HATE_ATTRIBUTES = ("gender", "age", "country", "ethnicity")
 _HATE_COLUMNS = ("tid", "uid", "text", "date", "gender", "age", "city", "state", "country", "ethnicity", "label")
 
 
-class HateSpeech(FairDataModule):
+class HateSpeech(_LoadedNames, FairDataModule):
     """Multilingual Twitter hate speech with author demographics (Huang et al., 2020), as used by Shen et al. (2022).
 
     Files ``<language>_{train,valid,test}.tsv`` with columns ``tid uid text date gender age city state country
@@ -814,7 +834,7 @@ class HateSpeech(FairDataModule):
         return out
 
     def view_transform(self) -> Callable:
-        return _TokenEDA(make_eda(self.eda_p, self.seed))
+        return _TokenEDA(make_eda(self.eda_p, self.seed, synonyms=False))
 
 
 class _TokenEDA:
@@ -996,7 +1016,7 @@ class TextCSV(TextDataModule):
         self.split_column = split_column
         self.split_values = split_values or {"train": "train", "val": "val", "dev": "val", "valid": "val",
                                              "validation": "val", "test": "test"}
-        self._class_names, self.label_threshold = class_names, label_threshold
+        self.class_order, self.label_threshold = class_names, label_threshold
         self.unknown_values = list(UNKNOWN if unknown_values is None else unknown_values)
         self.attribute_categories, self.drop_unknown = attribute_categories, drop_unknown
         self.sep, self.val_fraction, self.test_fraction = sep, val_fraction, test_fraction
@@ -1055,8 +1075,8 @@ class TextCSV(TextDataModule):
             for p, r, v in all_labels:
                 if not v or v.lower() == "nan":
                     raise DataError(f"{_where(p, self.label_column, r)}: missing label")
-            if self._class_names is not None:
-                names = [str(c) for c in self._class_names]
+            if self.class_order is not None:
+                names = [str(c) for c in self.class_order]
             else:
                 distinct = {v for _, _, v in all_labels}
                 numeric = all(v.lstrip("-").isdigit() for v in distinct)
