@@ -24,8 +24,11 @@ which break nltk's byte offsets. :func:`prepare_wordnet` copies it once, with LF
 ``<cache>/nltk_data/corpora/wordnet`` (``<cache>`` = ``$FAIRCL_CACHE`` or ``~/.cache/faircl``). nltk's POS-tagger
 data has no offline source, so synonyms are looked up **without part of speech**: candidates come from every
 synset in which the word itself is a lemma (so ``running`` is not replaced by lemmas of ``run``), whatever its part
-of speech; a noun may thus be replaced by a verb synonym. nlpaug's ``SynonymAug`` is not used because it always
-POS-tags (and calls ``nltk.download`` when the tagger is missing) and draws from the global ``random`` module.
+of speech; a noun may thus be replaced by a verb synonym. EDA is implemented here rather than with nlpaug:
+nlpaug's ``SynonymAug`` always POS-tags (and calls ``nltk.download`` when the tagger is missing), and its word
+augmenters draw from the global ``random``/``numpy`` generators, so they cannot be seeded per augmenter. The
+masked-LM and back-translation augmenters do use nlpaug, with the global generators seeded and restored around
+each call.
 """
 
 from __future__ import annotations
@@ -158,7 +161,8 @@ def find_wordnet_source(wordnet_dir: str | os.PathLike | None = None) -> Path | 
     (found without importing it). An explicit folder that is not a WordNet folder raises
     :class:`WordNetUnavailableError` naming it.
     """
-    for explicit, origin in ((wordnet_dir, "wordnet_dir"), (os.environ.get("FAIRCL_WORDNET_DIR"), "FAIRCL_WORDNET_DIR")):
+    candidates = ((wordnet_dir, "wordnet_dir"), (os.environ.get("FAIRCL_WORDNET_DIR"), "FAIRCL_WORDNET_DIR"))
+    for explicit, origin in candidates:
         if explicit:
             path = Path(explicit).expanduser()
             if not _is_wordnet_dir(path):
@@ -548,7 +552,9 @@ def _check_model_dir(path: str | os.PathLike | None, who: str, argument: str, ki
     if not any((p / f).is_file() for f in _TOKENIZER):
         missing.append("tokenizer files (" + " or ".join(_TOKENIZER[:3]) + ")")
     if missing:
-        raise ModelDirError(f"{who}: {argument}={str(p)!r} is not a model directory: missing {', '.join(missing)}. {how}")
+        raise ModelDirError(
+            f"{who}: {argument}={str(p)!r} is not a model directory: missing {', '.join(missing)}. {how}"
+        )
     try:
         config = json.loads((p / "config.json").read_text())
     except (OSError, ValueError) as err:

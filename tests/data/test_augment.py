@@ -252,7 +252,9 @@ def _tiny_tokenizer():
     from transformers import BertTokenizerFast
 
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, ".", ","]
-    return BertTokenizerFast(vocab={w: i for i, w in enumerate(vocab)}, model_input_names=["input_ids", "attention_mask"])
+    # Two model inputs, like translation tokenizers (nlpaug unpacks exactly input_ids and attention_mask).
+    return BertTokenizerFast(vocab={w: i for i, w in enumerate(vocab)},
+                             model_input_names=["input_ids", "attention_mask"])
 
 
 @pytest.fixture(scope="module")
