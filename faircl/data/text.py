@@ -400,7 +400,8 @@ class BiasInBios(TextDataModule):
     * a folder with ``train``, ``dev`` (or ``val``/``valid``) and ``test`` files (``.pickle``/``.pkl`` as in
       Ravfogel et al. 2020, ``.csv``, ``.parquet`` or ``.jsonl``): the published splits are used;
     * a folder of CSV files (``files`` glob, minus ``exclude``), e.g. one per profession as in the shared samples;
-    * a single file.
+    * a single file: a pickled ``{"train", "dev", "test"}`` dict of tables, a table with a ``split`` column
+      (``train``/``dev``/``test``), or a plain table.
 
     Without published splits, seeded splits stratified by (profession, gender) are made (``val_fraction``,
     ``test_fraction``). Columns: text ``hard_text`` (``text_column``), profession ``profession`` (or ``p``; names or
@@ -438,8 +439,37 @@ class BiasInBios(TextDataModule):
         self.val_fraction, self.test_fraction, self.dedupe = val_fraction, test_fraction, dedupe
         self.group_names = ["male", "female"]
 
-    def _parse(self, path: Path) -> tuple[list[str], list[str], np.ndarray]:
+    @staticmethod
+    def _split_tables(path: Path) -> dict[str, Any] | None:
+        """The splits held by one file: a pickled ``{"train", "dev"|"val", "test"}`` dict, or a ``split`` column."""
+        import pandas as pd
+
+        if path.suffix.lower() in (".pkl", ".pickle"):
+            obj = pd.read_pickle(path)
+            if isinstance(obj, dict):
+                tables = {}
+                for split, names in _SPLIT_ALIASES.items():
+                    key = next((k for k in names if k in obj), None)
+                    if key is None:
+                        raise DataError(f"{_where(path)}: the pickled dict has keys {sorted(obj)}, expected train, "
+                                        "dev (or val) and test")
+                    t = obj[key]
+                    tables[split] = t if isinstance(t, pd.DataFrame) else pd.DataFrame(list(t))
+                return tables
+            return None
         df = read_table(path)
+        if "split" not in df.columns:
+            return None
+        alias = {name: split for split, names in _SPLIT_ALIASES.items() for name in names}
+        values = [str(v).strip().lower() for v in df["split"].tolist()]
+        for r, v in enumerate(values):
+            if v not in alias:
+                raise DataError(f"{_where(path, 'split', r)}: split {v!r} is not one of {sorted(alias)}")
+        return {s: df[[alias[v] == s for v in values]].reset_index(drop=True) for s in _SPLIT_ALIASES}
+
+    def _parse(self, path: Path, df: Any = None) -> tuple[list[str], list[str], np.ndarray]:
+        if df is None:
+            df = read_table(path)
         label_col = "profession" if "profession" in df.columns else "p" if "p" in df.columns else "profession"
         gender_col = "gender" if "gender" in df.columns else "g" if "g" in df.columns else "gender"
         require_columns(df, [self.text_column, label_col, gender_col], path)
@@ -467,9 +497,14 @@ class BiasInBios(TextDataModule):
     def load_raw(self) -> dict[str, RawSplit]:
         root = self.require_data_dir("Point it at a folder of Bias in Bios CSV/pickle files or at one such file.")
         split_files = _find_split_files(root) if root.is_dir() else None
+        tables = self._split_tables(root) if root.is_file() else None
         if split_files is not None:
             parsed = {s: self._parse(p) for s, p in split_files.items()}
             sources = {s: str(p) for s, p in split_files.items()}
+        elif tables is not None:
+            # row numbers in messages count within each split of the file
+            parsed = {s: self._parse(root, df) for s, df in tables.items()}
+            sources = {s: f"{root} [{s}]" for s in tables}
         else:
             if root.is_dir():
                 paths = sorted(p for p in root.glob(self.files)

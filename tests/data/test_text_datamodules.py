@@ -137,6 +137,23 @@ def test_bias_in_bios_published_pickle_splits(tmp_path):
     assert s["train"][0]["x"] == "bio train 0" and int(s["train"][0]["y"]) == 1 and int(s["train"][0]["a"]) == 1
 
 
+def test_bias_in_bios_single_file_with_splits(tmp_path):
+    rows = {split: [{"hard_text": f"{split} bio {i}", "profession": "nurse", "gender": "F"} for i in range(n)]
+            for split, n in (("train", 3), ("dev", 1), ("test", 2))}
+    with open(tmp_path / "bios.pkl", "wb") as f:
+        pickle.dump(rows, f)
+    s = BiasInBios(str(tmp_path / "bios.pkl"), representation="text").splits
+    assert {k: len(v) for k, v in s.items()} == {"train": 3, "val": 1, "test": 2} and s["val"][0]["x"] == "dev bio 0"
+    path = write_csv(tmp_path / "b.csv", [*BIOS_HEADER, "split"],
+                     [[f"b{i}", "dj", "M", ["train", "dev", "test", "train"][i % 4]] for i in range(8)])
+    s = BiasInBios(str(path), representation="text").splits
+    assert {k: len(v) for k, v in s.items()} == {"train": 4, "val": 2, "test": 2}
+    write_csv(path, [*BIOS_HEADER, "split"], [["b", "dj", "M", "train"], ["c", "dj", "M", "holdout"]])
+    with pytest.raises(DataError) as err:
+        BiasInBios(str(path)).splits
+    error_names(err, "b.csv", "split", 1)
+
+
 def test_bias_in_bios_integer_codes(tmp_path):
     """LabHC/bias_in_bios codes: profession in alphabetical order, gender 0 = male, 1 = female."""
     path = write_csv(tmp_path / "bios.csv", BIOS_HEADER,
@@ -610,3 +627,19 @@ def test_real_jigsaw_templates(data_dir):
     total = s["train"].counts() + s["test"].counts()
     assert total.sum() == 76564 - 864  # every template except the 864 occupation sentences
     assert total[1].sum() == 38282 - 432
+
+
+def test_cli_selects_text_datamodules_by_name(in_tmp):
+    """``--data BiasInBios`` / ``HateSpeech`` with their own and inherited arguments, input_dim linked to the model."""
+    from faircl.cli import main
+
+    bios = bios_dir(in_tmp, per_cell=6)
+    main(["fit", "--model", "CE", "--model.encoder", "bow", "--data", "BiasInBios", "--data.data_dir", str(bios),
+          "--data.representation", "tokens", "--data.max_len", "16", "--data.batch_size", "4",
+          "--data.val_fraction", "0.2", "--trainer.fast_dev_run=true", "--trainer.accelerator=cpu",
+          "--trainer.logger=false", "--trainer.enable_progress_bar=false"])
+    hate = hate_dir(in_tmp)
+    main(["fit", "--model", "CE", "--model.encoder", "tokens", "--model.encoder_kwargs",
+          '{"embed_dim": 8, "hidden_dim": 4}', "--data", "HateSpeech", "--data.data_dir", str(hate),
+          "--data.attribute", '["gender", "age"]', "--data.batch_size", "8", "--trainer.fast_dev_run=true",
+          "--trainer.accelerator=cpu", "--trainer.logger=false", "--trainer.enable_progress_bar=false"])
