@@ -196,14 +196,16 @@ class _FeatureTable:
 
 
 class _PickView:
-    """View transform for frozen features: row ``i`` → ``(k, i)`` with ``k`` one of the cached EDA views."""
+    """View transform for frozen features: row ``i`` → ``(k, i)`` with ``k`` one of the cached EDA views.
 
-    def __init__(self, num_views: int, seed: int) -> None:
+    Draws from torch's generator, which ``seed_everything`` and every DataLoader worker seed.
+    """
+
+    def __init__(self, num_views: int) -> None:
         self.num_views = num_views
-        self.rng = np.random.default_rng(seed)
 
     def __call__(self, i: Any) -> tuple[int, int]:
-        return int(self.rng.integers(1, self.num_views + 1)), int(i)
+        return int(torch.randint(1, self.num_views + 1, ())), int(i)
 
 
 class _LoadedNames:
@@ -212,7 +214,7 @@ class _LoadedNames:
     @property
     def class_names(self) -> list[str]:
         if getattr(self, "_class_names_", None) is None:
-            self.splits  # noqa: B018
+            self._names_after_loading()
         return self._class_names_
 
     @class_names.setter
@@ -222,12 +224,21 @@ class _LoadedNames:
     @property
     def group_names(self) -> list[str]:
         if getattr(self, "_group_names_", None) is None:
-            self.splits  # noqa: B018
+            self._names_after_loading()
         return self._group_names_
 
     @group_names.setter
     def group_names(self, names: list[str]) -> None:
         self._group_names_ = list(names)
+
+    def _names_after_loading(self) -> None:
+        if getattr(self, "_loading_names", False):
+            raise RuntimeError(f"{type(self).__name__} must set class_names and group_names while loading its files")
+        self._loading_names = True
+        try:
+            self.splits  # noqa: B018
+        finally:
+            self._loading_names = False
 
 
 # ============================================================================================ base
@@ -358,7 +369,7 @@ class TextDataModule(_LoadedNames, FairDataModule):
 
     def view_transform(self) -> Callable:
         if self.features == "frozen":
-            return _PickView(self.frozen_views, self.seed)
+            return _PickView(self.frozen_views)
         return make_eda(self.eda_p, self.seed)
 
 
@@ -613,7 +624,8 @@ class Moji(FairDataModule):
 
     def load_splits(self) -> dict[str, FairDataset]:
         if self.data_dir is None:
-            raise ValueError("Moji needs data_dir (the folder holding train/, dev/, test/ with the DeepMoji .npy files)")
+            raise ValueError("Moji needs data_dir (the folder holding train/, dev/ and test/ with the DeepMoji .npy "
+                             "files)")
         root = require_path(self.data_dir, "Moji data_dir")
         out = {}
         for split, folder in (("train", "train"), ("val", "dev"), ("test", "test")):
@@ -695,11 +707,15 @@ class Jigsaw(TextDataModule):
         path = root / self.file if root.is_dir() else root
         require_path(path, "Jigsaw CSV", "Expected the Kaggle train.csv (comment_text, target, identity columns).")
         try:
-            df = pd.read_csv(path, dtype=str, keep_default_na=False, nrows=self.max_rows)
+            header = pd.read_csv(path, nrows=0)
+            label_col = "target" if "target" in header.columns else "toxicity"
+            require_columns(header, ["comment_text", label_col, *self.identity_columns], path)
+            # the Kaggle file has ~45 columns and 1.8M rows: read only the ones used
+            wanted = {"comment_text", label_col, "split", *self.identity_columns}
+            df = pd.read_csv(path, dtype=str, keep_default_na=False, nrows=self.max_rows,
+                             usecols=lambda c: c in wanted)
         except (ValueError, pd.errors.ParserError) as err:
             raise DataError(f"cannot read {_where(path)}: {err}") from err
-        label_col = "target" if "target" in df.columns else "toxicity"
-        require_columns(df, ["comment_text", label_col, *self.identity_columns], path)
         tox = float_column(df, label_col, path, 0.0, 1.0)
         ident = np.stack([float_column(df, c, path, 0.0, 1.0, allow_missing=True) for c in self.identity_columns], 1)
         annotated = ~np.isnan(ident).any(1)
@@ -1004,8 +1020,8 @@ class TextCSV(TextDataModule):
     ``{"train": ..., "val": ..., "test": ...}``. With one table, ``split_column`` (values mapped by ``split_values``)
     selects the split of every row; without it, seeded stratified splits are made.
 
-    Labels: with ``label_threshold``, ``label ≥ threshold`` → 1 else 0 (e.g. toxicity scores); otherwise the distinct
-    values in ``class_names`` order (default: sorted, numerically when all are integers); a value outside
+    Labels: with ``label_threshold``, ``label ≥ threshold`` → 1 else 0 (e.g. toxicity scores); otherwise the
+    distinct values in ``class_names`` order (default: sorted, numerically when all are integers); a value outside
     ``class_names`` raises. Attributes: one or several columns (intersectional groups ``female|black``); values in
     ``unknown_values`` give attribute ``-1`` (or drop the row with ``drop_unknown``).
 
