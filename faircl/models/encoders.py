@@ -283,6 +283,9 @@ class HFTextEncoder(nn.Module):
         self.model_dir = str(path)
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_dir, local_files_only=True)
         self.model = AutoModel.from_pretrained(self.model_dir, local_files_only=True)
+        if getattr(self.model, "pooler", None) is not None:
+            # the pooled output is never used: dropping the pooler keeps DDP from seeing parameters without grads
+            self.model.pooler = None
         self.pooling = pooling
         self.freeze = freeze
         self.max_length = max_length

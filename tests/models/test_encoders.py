@@ -121,7 +121,8 @@ def test_hf_encoder_freeze(tiny_bert):
     assert not h.requires_grad
     trainable = HFTextEncoder(model_dir=tiny_bert, freeze=False).train()
     trainable(["the nurse", "he operates"]).sum().backward()
-    assert trainable.model.embeddings.word_embeddings.weight.grad is not None
+    # every trainable parameter receives a gradient (none unused, as DDP requires)
+    assert all(p.grad is not None for p in trainable.parameters() if p.requires_grad)
 
 
 def test_hf_encoder_missing_directory_says_how_to_provide(tmp_path):
