@@ -1,0 +1,316 @@
+"""CCD: content-conditional debiasing of a text encoder (CCD paper, eqs. 2–4).
+
+Trained on counterfactual tuples (:class:`faircl.data.pairs.CounterfactualTuples`): for a tuple
+``(S^{a_1}, …, S^{a_G}, S^n)`` the encoder ``f`` is pulled towards *equal* kernel similarity of every attribute
+version to the neutral one (``L_bias``) while the neutral embedding stays where the original encoder put it
+(``L_rep``):
+
+    L = L_bias + β · L_rep,
+    L_bias = Σ_i Σ_{j≠i} |k(f(S^{a_i}), f(S^n)) − k(f(S^{a_j}), f(S^n))|,  k(u, v) = exp(−‖u − v‖² / (2ρ²)),
+    L_rep  = ‖f(S^n) − f_orig(S^n)‖.
+
+Choice of ρ. The paper sets "ρ = the variance of the distance over the training data". Taken literally this
+underflows: with the typical attribute-to-neutral distance ``d ≈ 0.2`` of normalised MiniLM embeddings and a spread
+of ``≈ 0.1``, ``ρ = 0.01`` gives ``k = exp(−0.04 / 0.0002) = exp(−200) ≈ 1e−87``, so the loss and its gradient are 0.
+The default here, ``rho_estimate="median"``, sets ρ to the median of ``‖f_orig(S^{a_g}) − f_orig(S^n)‖`` over the
+training tuples (the median heuristic of Gaussian kernels): typical tuples then sit near ``d = ρ``, where
+``|∂k/∂d| = (d/ρ²)·exp(−d²/2ρ²)`` is largest. ``std`` (the spread, i.e. the standard deviation of the distances),
+``mean``, ``variance`` (the literal paper value, for reproduction) or a fixed ``rho`` are also offered. ρ is computed
+once at fit start (unless given) and stored in a buffer, so checkpoints and resumes keep it.
+
+Validation runs every ``val_check_interval`` trainer steps (the paper: every 500); the encoder weights with the
+lowest validation loss are kept and restored at the end of ``fit`` (``restore_best``). :meth:`CCD.save_pretrained`
+exports the debiased encoder as a Hugging Face model directory (also a sentence-transformers directory).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.nn import functional as F
+from torchmetrics import MeanMetric
+
+from faircl.losses.ccd import ccd_bias_loss, ccd_rep_loss
+from faircl.methods.base import FairModule
+
+RHO_ESTIMATES = ("median", "std", "mean", "variance")
+
+
+class CCD(FairModule):
+    """Content-conditional debiasing of a text encoder; no classifier (the product is the encoder itself).
+
+    Batches come from :class:`~faircl.data.pairs.CounterfactualTuples`: ``batch["x"]`` is a list of ``G + 1`` lists
+    of ``B`` strings (the G attribute versions, then the neutral one).
+
+    Args:
+        beta: weight β of ``L_rep`` (paper: 1; ablation 0, 0.5, 1, 1.5).
+        rho: fixed kernel bandwidth ρ; ``None`` estimates it at fit start (``rho_estimate``).
+        rho_estimate: ``median`` (default) | ``std`` | ``mean`` | ``variance`` of the attribute-to-neutral
+            distances of the original encoder over (up to ``rho_max_tuples``) training tuples.
+        rho_max_tuples: at most this many training tuples to estimate ρ.
+        normalize: L2-normalise the embeddings before the losses and metrics (sentence-transformers models such
+            as all-MiniLM-L6-v2 are used normalised); the export then adds a Normalize module.
+        restore_best: at the end of ``fit``, put back the encoder weights of the lowest validation loss.
+        encoder: a registered text encoder (default ``hf``: a local Hugging Face model; ``encoder_kwargs.model_dir``
+            ``None`` = the offline all-MiniLM-L6-v2).
+        lr: Adam learning rate (paper: 5e-5).
+        **kwargs: the other :class:`~faircl.methods.base.FairModule` arguments.
+    """
+
+    def __init__(
+        self,
+        beta: float = 1.0,
+        rho: float | None = None,
+        rho_estimate: str = "median",
+        rho_max_tuples: int = 1024,
+        normalize: bool = False,
+        restore_best: bool = True,
+        num_classes: int = 2,
+        num_groups: int = 2,
+        input_dim: int = 0,
+        encoder: str = "hf",
+        encoder_kwargs: dict[str, Any] | None = None,
+        lr: float = 5e-5,
+        optimizer: str = "adam",
+        leakage: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        if rho_estimate not in RHO_ESTIMATES:
+            raise ValueError(f"rho_estimate={rho_estimate!r} is not one of {RHO_ESTIMATES}")
+        if rho is not None and not rho > 0:
+            raise ValueError(f"rho must be > 0 (or None to estimate it), got {rho}")
+        if beta < 0:
+            raise ValueError(f"beta must be >= 0, got {beta}")
+        if num_groups < 2:
+            raise ValueError(f"CCD needs tuples of at least 2 attribute groups, got num_groups={num_groups}")
+        super().__init__(num_classes=num_classes, num_groups=num_groups, input_dim=input_dim, encoder=encoder,
+                         encoder_kwargs=encoder_kwargs, lr=lr, optimizer=optimizer, leakage=leakage, **kwargs)
+        self.beta = float(beta)
+        self.normalize = normalize
+        # The frozen original encoder f_orig of L_rep.
+        self.encoder_orig = copy.deepcopy(self.encoder)
+        self.freeze_module(self.encoder_orig)
+        self.register_buffer("rho", torch.tensor(float(rho) if rho is not None else float("nan")))
+        self.register_buffer("best_val_loss", torch.tensor(float("inf")))
+        self._best_state: dict[str, torch.Tensor] | None = None
+        self.val_history: list[tuple[int, float]] = []
+        from faircl.metrics import CCEDGap
+
+        self.val_cced, self.test_cced, self.test_cced_orig = CCEDGap(), CCEDGap(), CCEDGap()
+        self.val_loss_mean, self.val_bias_mean, self.val_rep_mean = MeanMetric(), MeanMetric(), MeanMetric()
+        self.test_bias_mean, self.test_rep_mean, self.test_loss_mean = MeanMetric(), MeanMetric(), MeanMetric()
+        self.test_dist_mean = torch.nn.ModuleList([MeanMetric() for _ in range(num_groups)])
+
+    # ------------------------------------------------------------------ model
+    def build_heads(self) -> None:
+        """CCD trains the encoder only: no classifier."""
+        self.classifier = None
+
+    def train(self, mode: bool = True) -> CCD:
+        super().train(mode)
+        if hasattr(self, "encoder_orig"):
+            self.encoder_orig.eval()  # always frozen: dropout off
+        return self
+
+    def embed(self, texts: list[str] | tuple[str, ...], original: bool = False) -> torch.Tensor:
+        """Embeddings ``[B, d]`` of a list of strings by the trained (or the frozen original) encoder."""
+        enc = self.encoder_orig if original else self.encoder
+        h = enc(list(texts))
+        return F.normalize(h.float(), dim=-1) if self.normalize else h
+
+    def forward(self, x: Any) -> dict[str, torch.Tensor]:
+        """``x`` (list of strings) → ``{"h": [B, d]}``."""
+        return {"h": self.embed(x)}
+
+    def _check_tuples(self, x: Any) -> list[list[str]]:
+        if not isinstance(x, (list, tuple)) or len(x) != self.num_groups + 1 or not all(
+                isinstance(v, (list, tuple)) for v in x):
+            raise TypeError(f"CCD expects batch['x'] = {self.num_groups + 1} lists of strings (the "
+                            f"{self.num_groups} attribute versions, then the neutral one), e.g. from "
+                            f"CounterfactualTuples; got {type(x).__name__} of length {len(x) if hasattr(x, '__len__') else '?'}")
+        return [list(v) for v in x]
+
+    def embed_tuples(self, x: Any, original: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """One encoder pass over all versions: ``(attribute [G, B, d], neutral [B, d])``."""
+        versions = self._check_tuples(x)
+        b = len(versions[0])
+        flat = [s for v in versions for s in v]
+        h = self.embed(flat, original=original).reshape(len(versions), b, -1)
+        return h[:-1], h[-1]
+
+    def ccd_terms(self, x: Any) -> dict[str, torch.Tensor]:
+        """``L_bias``, ``L_rep`` and ``loss = L_bias + β·L_rep`` of a batch of tuples (eqs. 2–4)."""
+        if not torch.isfinite(self.rho):
+            raise RuntimeError("CCD: ρ is not set; fit() estimates it at start, or pass rho=...")
+        attr, neutral = self.embed_tuples(x)
+        with torch.no_grad():
+            neutral_orig = self.embed(x[-1], original=True)
+        bias = ccd_bias_loss(attr, neutral, float(self.rho))
+        rep = ccd_rep_loss(neutral, neutral_orig)
+        return {"bias": bias, "rep": rep, "loss": bias + self.beta * rep}
+
+    def losses(self, batch: dict[str, Any], out: dict[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+        return self.ccd_terms(batch["x"])
+
+    # ------------------------------------------------------------------ ρ
+    @torch.no_grad()
+    def estimate_rho(self, tuples: list[tuple[str, ...]], batch_size: int = 64) -> float:
+        """ρ from the attribute-to-neutral distances of the original encoder over ``tuples`` (``rho_estimate``)."""
+        if not tuples:
+            raise ValueError("CCD.estimate_rho needs at least one training tuple")
+        was = self.training
+        self.eval()
+        dists = []
+        try:
+            for i in range(0, len(tuples), batch_size):
+                chunk = tuples[i:i + batch_size]
+                x = [list(v) for v in zip(*chunk)]
+                attr, neutral = self.embed_tuples(x, original=True)
+                dists.append((attr.float() - neutral.float()[None]).norm(dim=-1).flatten().cpu())
+        finally:
+            self.train(was)
+        d = torch.cat(dists).double()
+        how = self.hparams.rho_estimate
+        value = {"median": d.median(), "mean": d.mean(), "std": d.std(unbiased=False),
+                 "variance": d.var(unbiased=False)}[how]
+        rho = float(value)
+        if not rho > 0:
+            raise ValueError(f"CCD: the {how} of the attribute-to-neutral distances is {rho}: the tuples' versions "
+                             "coincide with their neutral versions (check the tuple data), or pass rho=...")
+        return rho
+
+    def on_fit_start(self) -> None:
+        super().on_fit_start()
+        if torch.isfinite(self.rho):
+            return
+        dm = getattr(self.trainer, "datamodule", None)
+        if dm is None or not hasattr(dm, "splits"):
+            raise RuntimeError("CCD: ρ is estimated from the datamodule's training tuples; fit with a "
+                               "CounterfactualTuples datamodule or pass rho=...")
+        # Every process reads the same (first) tuples, so ρ is identical on all ranks.
+        rows = list(dm.splits["train"].x[: self.hparams.rho_max_tuples])
+        self.rho.fill_(self.estimate_rho(rows))
+
+    # ------------------------------------------------------------------ steps
+    def _batch_size(self, batch: dict[str, Any]) -> int:
+        return len(batch["x"][0])
+
+    def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
+        terms = self.ccd_terms(batch["x"])
+        bs = self._batch_size(batch)
+        for name, value in terms.items():
+            self.log(f"train/{name}", value.detach().float(), on_step=True, on_epoch=True, prog_bar=name == "loss",
+                     batch_size=bs)
+        return terms["loss"]
+
+    def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
+        terms = self.ccd_terms(batch["x"])
+        bs = self._batch_size(batch)
+        self.val_loss_mean.update(terms["loss"].detach().float(), bs)
+        self.val_bias_mean.update(terms["bias"].detach().float(), bs)
+        self.val_rep_mean.update(terms["rep"].detach().float(), bs)
+        attr, neutral = self.embed_tuples(batch["x"])
+        self.val_cced.update(attr.transpose(0, 1).float(), neutral.float())
+
+    def on_validation_epoch_end(self) -> None:
+        if self.val_loss_mean.update_count == 0:
+            return
+        loss = float(self.val_loss_mean.compute())
+        values = {"val/loss": loss, "val/bias": float(self.val_bias_mean.compute()),
+                  "val/rep": float(self.val_rep_mean.compute()), "val/cced": float(self.val_cced.compute())}
+        for m in (self.val_loss_mean, self.val_bias_mean, self.val_rep_mean, self.val_cced):
+            m.reset()
+        self.log_dict(values, sync_dist=False)
+        if self.trainer.sanity_checking:
+            return
+        self.val_history.append((int(self.global_step), loss))
+        if loss < float(self.best_val_loss):
+            self.best_val_loss.fill_(loss)
+            self._best_state = {k: v.detach().cpu().clone() for k, v in self.encoder.state_dict().items()}
+        self.log("val/best_loss", float(self.best_val_loss), sync_dist=False)
+
+    def on_fit_end(self) -> None:
+        if self.hparams.restore_best and self._best_state is not None:
+            self.encoder.load_state_dict(self._best_state)
+
+    def on_test_epoch_start(self) -> None:
+        for m in (self.test_cced, self.test_cced_orig, self.test_bias_mean, self.test_rep_mean, self.test_loss_mean,
+                  *self.test_dist_mean):
+            m.reset()
+
+    def test_step(self, batch: dict[str, Any], batch_idx: int) -> None:
+        x = batch["x"]
+        attr, neutral = self.embed_tuples(x)
+        attr_o, neutral_o = self.embed_tuples(x, original=True)
+        bs = self._batch_size(batch)
+        self.test_cced.update(attr.transpose(0, 1).float(), neutral.float())
+        self.test_cced_orig.update(attr_o.transpose(0, 1).float(), neutral_o.float())
+        if torch.isfinite(self.rho):
+            bias = ccd_bias_loss(attr, neutral, float(self.rho))
+            self.test_bias_mean.update(bias.float(), bs)
+        rep = ccd_rep_loss(neutral, neutral_o)
+        self.test_rep_mean.update(rep.float(), bs)
+        dist = (attr.float() - neutral.float()[None]).norm(dim=-1)  # [G, B]
+        for g in range(self.num_groups):
+            self.test_dist_mean[g].update(dist[g])
+
+    def on_test_epoch_end(self) -> None:
+        names = self._group_names()
+        report = {"cced": float(self.test_cced.compute()), "cced_original": float(self.test_cced_orig.compute()),
+                  "rep_distance": float(self.test_rep_mean.compute()), "rho": float(self.rho)}
+        if self.test_bias_mean.update_count:
+            report["bias_loss"] = float(self.test_bias_mean.compute())
+        for g in range(self.num_groups):
+            report[f"distance_to_neutral/{names[g]}"] = float(self.test_dist_mean[g].compute())
+        report.update(self.extra_test_metrics({}))
+        self.test_report = report
+        self.log_dict({f"test/{k}": v for k, v in report.items() if math.isfinite(v)}, sync_dist=False)
+
+    def predict_step(self, batch: dict[str, Any], batch_idx: int) -> dict[str, torch.Tensor]:
+        attr, neutral = self.embed_tuples(batch["x"])
+        return {"attribute": attr.transpose(0, 1), "neutral": neutral, "idx": batch["idx"]}
+
+    def param_groups(self) -> list[dict[str, Any]]:
+        return [{"params": [p for n, p in self.named_parameters() if p.requires_grad
+                            and not n.startswith("encoder_orig.")]}]
+
+    # ------------------------------------------------------------------ export
+    def save_pretrained(self, path: str | Path) -> Path:
+        """Write the (debiased) encoder as a Hugging Face model directory.
+
+        The directory loads with ``transformers.AutoModel.from_pretrained(path)`` (+ ``AutoTokenizer``) and, through
+        the ``modules.json`` / ``1_Pooling`` files written here, with ``sentence_transformers.SentenceTransformer(path)``
+        (same pooling, plus a Normalize module when ``normalize=True``).
+        """
+        enc = self.encoder
+        if not (hasattr(enc, "model") and hasattr(enc.model, "save_pretrained") and hasattr(enc, "tokenizer")):
+            raise TypeError(f"save_pretrained needs a Hugging Face encoder (encoder='hf'), got {type(enc).__name__}")
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        enc.model.save_pretrained(str(path))
+        enc.tokenizer.save_pretrained(str(path))
+        dim = int(enc.out_dim)
+        pooling = getattr(enc, "pooling", "mean")
+        modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                   {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
+        if self.normalize:
+            modules.append({"idx": 2, "name": "2", "path": "2_Normalize",
+                            "type": "sentence_transformers.models.Normalize"})
+            (path / "2_Normalize").mkdir(exist_ok=True)
+        (path / "1_Pooling").mkdir(exist_ok=True)
+        (path / "1_Pooling" / "config.json").write_text(json.dumps({
+            "word_embedding_dimension": dim, "pooling_mode_cls_token": pooling == "cls",
+            "pooling_mode_mean_tokens": pooling == "mean", "pooling_mode_max_tokens": False,
+            "pooling_mode_mean_sqrt_len_tokens": False}, indent=2))
+        (path / "modules.json").write_text(json.dumps(modules, indent=2))
+        (path / "sentence_bert_config.json").write_text(json.dumps(
+            {"max_seq_length": int(getattr(enc, "max_length", 128)), "do_lower_case": False}, indent=2))
+        (path / "faircl_ccd.json").write_text(json.dumps(
+            {"method": "CCD", "beta": self.beta, "rho": float(self.rho), "rho_estimate": self.hparams.rho_estimate,
+             "normalize": self.normalize, "pooling": pooling, "best_val_loss": float(self.best_val_loss)}, indent=2))
+        return path

@@ -1,0 +1,179 @@
+"""CCD on a tiny random BERT: ρ, the losses, training lowers CCED, L_rep keeps neutral embeddings, best-checkpoint
+selection, export to transformers / sentence-transformers, checkpoints and the CLI."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import lightning as L
+import pytest
+import torch
+
+from faircl.data.pairs import CounterfactualTuples
+from faircl.eval.embedding_bias import save_random_bert
+from faircl.losses.ccd import ccd_bias_loss
+from faircl.methods.ccd import CCD
+from faircl.testing import quiet_trainer_kwargs
+
+REPO = Path(__file__).resolve().parents[2]
+SUBJECTS = ["He", "She", "His brother", "Her sister", "The man", "The woman", "My father", "My mother"]
+PREDICATES = ["works as a nurse in the city", "likes to cook dinner", "plays football every week",
+              "teaches maths at the school", "repairs old cars", "writes songs about the sea",
+              "studies medicine at night", "runs a small bakery", "paints the kitchen walls",
+              "drives a truck across the country", "reads books in the garden", "cleans the house on sunday"]
+
+
+def _texts() -> list[str]:
+    return [f"{s} {p}." for s, p in itertools.product(SUBJECTS, PREDICATES)]
+
+
+def _dm(batch_size: int = 8) -> CounterfactualTuples:
+    return CounterfactualTuples(inline_texts=_texts(), word_lists="builtin", keep_words=None, split_sentences=False,
+                                batch_size=batch_size, val_fraction=0.2, test_fraction=0.2, seed=0)
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory) -> str:
+    dm = _dm()
+    dm.setup("fit")
+    texts = [s for split in dm.splits.values() for t in split.x for s in t]
+    return str(save_random_bert(tmp_path_factory.mktemp("bert"), texts, hidden_size=32))
+
+
+def _model(tiny_bert: str, **kw) -> CCD:
+    kw.setdefault("lr", 1e-3)
+    return CCD(encoder="hf", encoder_kwargs={"model_dir": tiny_bert}, **kw)
+
+
+def _fit(model: CCD, dm, steps: int = 40, **trainer_kw) -> L.Trainer:
+    L.seed_everything(0, verbose=False)
+    trainer = L.Trainer(**quiet_trainer_kwargs(max_steps=steps, val_check_interval=10, check_val_every_n_epoch=None,
+                                               num_sanity_val_steps=0,
+                                               **trainer_kw))
+    trainer.fit(model, datamodule=dm)
+    return trainer
+
+
+def test_bias_loss_zero_iff_equidistant():
+    torch.manual_seed(0)
+    neutral = torch.randn(5, 4)
+    direction = torch.nn.functional.normalize(torch.randn(5, 2, 4), dim=-1)
+    equidistant = neutral[None] + 0.7 * direction.transpose(0, 1)  # both versions at distance 0.7
+    assert float(ccd_bias_loss(equidistant, neutral, rho=0.5)) == pytest.approx(0.0, abs=1e-6)
+    unequal = equidistant.clone()
+    unequal[1] = neutral + 0.2 * direction[:, 1]
+    loss = float(ccd_bias_loss(unequal, neutral, rho=0.5))
+    k = lambda u, v: torch.exp(-((u - v) ** 2).sum() / (2 * 0.5 ** 2))  # noqa: E731
+    ref = sum(abs(k(unequal[i, n], neutral[n]) - k(unequal[j, n], neutral[n]))
+              for n in range(5) for i in range(2) for j in range(2) if i != j) / 5
+    assert loss > 0 and loss == pytest.approx(float(ref), rel=1e-5)
+
+
+def test_rho_estimate_matches_literal_distances(tiny_bert):
+    dm = _dm()
+    dm.setup("fit")
+    tuples = list(dm.splits["train"].x)
+    model = _model(tiny_bert).eval()
+    d = []
+    with torch.no_grad():
+        for t in tuples:
+            h = model.encoder_orig(list(t))
+            d += [float((h[g] - h[-1]).norm()) for g in range(2)]
+    d = torch.tensor(d, dtype=torch.float64)
+    assert model.estimate_rho(tuples) == pytest.approx(float(d.median()), rel=1e-4)
+    for how, ref in (("std", d.std(unbiased=False)), ("mean", d.mean()), ("variance", d.var(unbiased=False))):
+        assert _model(tiny_bert, rho_estimate=how).estimate_rho(tuples) == pytest.approx(float(ref), rel=1e-4)
+    with pytest.raises(ValueError, match="rho_estimate"):
+        _model(tiny_bert, rho_estimate="var")
+    with pytest.raises(ValueError, match="identical|coincide"):
+        model.estimate_rho([("same text", "same text", "same text")])
+
+
+def test_training_lowers_cced_and_keeps_best(tiny_bert):
+    dm = _dm()
+    model = _model(tiny_bert, beta=1.0)
+    trainer = _fit(model, dm, steps=40)
+    assert torch.isfinite(model.rho) and float(model.rho) > 0
+    # Validation ran every 10 steps; the restored encoder is the one with the lowest validation loss.
+    assert [s for s, _ in model.val_history] == [10, 20, 30, 40]
+    best = min(v for _, v in model.val_history)
+    model.eval()
+    total, n = 0.0, 0
+    with torch.no_grad():
+        for batch in dm.val_dataloader():
+            b = len(batch["x"][0])
+            total += float(model.ccd_terms(batch["x"])["loss"]) * b
+            n += b
+    assert total / n == pytest.approx(best, rel=1e-4)
+    trainer.test(model, datamodule=dm, verbose=False)
+    rep = model.test_report
+    assert rep["cced"] < 0.6 * rep["cced_original"], rep
+    assert set(rep) >= {"cced", "cced_original", "rep_distance", "bias_loss", "distance_to_neutral/male"}
+
+
+def test_rep_loss_keeps_neutral_embeddings_close(tiny_bert):
+    dists = {}
+    for beta in (0.0, 5.0):
+        dm = _dm()
+        model = _model(tiny_bert, beta=beta)
+        _fit(model, dm, steps=20)
+        model.eval()
+        with torch.no_grad():
+            neutral = [t[-1] for t in dm.splits["test"].x]
+            dists[beta] = float((model.embed(neutral) - model.embed(neutral, original=True)).norm(dim=1).mean())
+    assert dists[5.0] < 0.5 * dists[0.0], dists
+
+
+def test_export_and_checkpoint(tiny_bert, tmp_path):
+    dm = _dm()
+    model = _model(tiny_bert, beta=0.5)
+    trainer = _fit(model, dm, steps=10)
+    model.eval()
+    texts = ["He works as a nurse in the city.", "They like to cook dinner."]
+    with torch.no_grad():
+        ours = model.embed(texts)
+    out = model.save_pretrained(tmp_path / "export")
+    from transformers import AutoModel, AutoTokenizer
+
+    hf = AutoModel.from_pretrained(str(out), local_files_only=True).eval()
+    tok = AutoTokenizer.from_pretrained(str(out), local_files_only=True)
+    enc = tok(texts, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        hidden = hf(**enc).last_hidden_state
+    mask = enc["attention_mask"].unsqueeze(-1).float()
+    assert torch.allclose((hidden * mask).sum(1) / mask.sum(1), ours, atol=1e-5)
+    st = pytest.importorskip("sentence_transformers")
+    emb = st.SentenceTransformer(str(out), device="cpu").encode(texts, convert_to_tensor=True)
+    assert torch.allclose(emb.cpu(), ours, atol=1e-5)
+    # The checkpoint rebuilds the module with its hyper-parameters and ρ.
+    ckpt = tmp_path / "ccd.ckpt"
+    trainer.save_checkpoint(str(ckpt))
+    again = CCD.load_from_checkpoint(str(ckpt))
+    assert again.beta == 0.5 and again.hparams.encoder_kwargs == {"model_dir": tiny_bert}
+    assert float(again.rho) == pytest.approx(float(model.rho))
+    with torch.no_grad():
+        assert torch.allclose(again.eval().embed(texts), ours, atol=1e-5)
+
+
+def test_bad_batch_and_args(tiny_bert):
+    model = _model(tiny_bert, rho=1.0)
+    with pytest.raises(TypeError, match="3 lists of strings"):
+        model.ccd_terms(["a", "b"])
+    with pytest.raises(ValueError, match="rho must be > 0"):
+        _model(tiny_bert, rho=0.0)
+    with pytest.raises(ValueError, match="beta"):
+        _model(tiny_bert, beta=-1.0)
+    terms = model.ccd_terms([["He runs."], ["She runs."], ["They run."]])
+    assert set(terms) == {"bias", "rep", "loss"} and torch.isfinite(terms["loss"])
+
+
+@pytest.mark.parametrize("config", sorted((REPO / "configs" / "ccd").glob("*.yaml")), ids=lambda p: p.name)
+def test_cli_config_fast_dev_run(config, tiny_bert, data_dir, in_tmp, monkeypatch):
+    monkeypatch.setenv("FAIRCL_DATA", str(data_dir))
+    from faircl.cli import main
+
+    cli = main(["fit", "--config", str(config), "--trainer.fast_dev_run=true",
+                f"--model.init_args.encoder_kwargs={{\"model_dir\": \"{tiny_bert}\"}}",
+                f"--data.init_args.data_dir={data_dir}", "--data.init_args.max_tuples=64"])
+    assert isinstance(cli.model, CCD) and torch.isfinite(cli.model.rho)
