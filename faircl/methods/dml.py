@@ -290,7 +290,10 @@ class DML(FairModule):
 
 def representation_report(z: torch.Tensor, y: torch.Tensor, a: torch.Tensor, num_classes: int, num_groups: int,
                            group_names: list[str] | None = None, k: int = 1) -> dict[str, float]:
-    """Per-group Recall@1 (and @k), NMI and U_KL of embeddings, with their gaps (Dullerud et al., Definitions 1–3).
+    """Per-group Recall@1 (and @k), NMI and U_KL of embeddings with their gaps (Dullerud et al., Definitions 1–3).
+
+    Computed by :class:`faircl.metrics.GroupRecallAtK`, :class:`~faircl.metrics.GroupNMI` and
+    :class:`~faircl.metrics.GroupUniformityKL` (gaps from :mod:`faircl.metrics.gaps`).
 
     Args:
         z: embeddings ``[N, d]``; y: classes ``[N]``; a: attribute ids ``[N]`` (``-1`` = unknown).
@@ -299,39 +302,30 @@ def representation_report(z: torch.Tensor, y: torch.Tensor, a: torch.Tensor, num
         k: an extra ``k`` for Recall@k (besides 1).
 
     Returns:
-        ``{"recall@1": overall, "recall@1/<group>": ..., "recall@1_gap": majority − minority,
-        "recall@1_gap_worst": worst group vs rest, ...}`` likewise for ``nmi`` and ``ukl``. Undefined entries are NaN.
+        flat dict: ``recall@1`` (all queries), ``recall@1/<group>``, ``recall@1_gap_majority_minority``,
+        ``recall@1_gap_worst_vs_rest``, ``recall@1_gap_top_vs_bottom_half``; likewise ``nmi`` and ``ukl``.
+        A group absent from ``a`` has NaN values; a gap that cannot be formed is NaN.
     """
     from faircl import metrics
 
     names = group_names if group_names and len(group_names) == num_groups else [f"group{g}" for g in
                                                                                 range(num_groups)]
     z, y, a = z.float(), y.long(), a.long()
-    counts = torch.bincount(a[a >= 0], minlength=num_groups)
-    ks = sorted({1, int(k)})
-    found: dict[str, metrics.Metric] = {}
-    for kk in ks:
-        found[f"recall@{kk}"] = metrics.GroupRecallAtK(kk, num_groups)
-    found["nmi"] = metrics.GroupNMI(num_classes, num_groups)
-    found["ukl"] = metrics.GroupUniformityKL(num_groups)
-    report: dict[str, float] = {}
-    for name, metric in found.items():
+    results: dict[str, tuple[dict[str, torch.Tensor], str, str]] = {}
+    for kk in sorted({1, int(k)}):
+        metric = metrics.GroupRecallAtK(kk, num_groups)
         metric.update(z, y, a)
-        result = metric.compute()
-        overall, per_group = _overall_and_groups(result)
-        if overall is not None:
-            report[name] = float(overall)
-        for g, v in enumerate(per_group.tolist()):
+        results[f"recall@{kk}"] = (metric.compute(), "recall", "group_recall")
+    nmi = metrics.GroupNMI(num_classes, num_groups)
+    nmi.update(z, y, a)
+    results["nmi"] = (nmi.compute(), "nmi", "group_nmi")
+    ukl = metrics.GroupUniformityKL(num_groups)
+    ukl.update(z, a)
+    results["ukl"] = (ukl.compute(), "uniformity_kl", "group_uniformity_kl")
+    report: dict[str, float] = {}
+    for name, (result, overall, per_group) in results.items():
+        report[name] = float(result[overall])
+        for g, v in enumerate(result[per_group].tolist()):
             report[f"{name}/{names[g]}"] = float(v)
-        # Higher is better for Recall@k and NMI, lower for U_KL (it only decides which group is "worst").
-        gaps = metrics.gaps.all_gaps(per_group, counts, higher_is_better=name != "ukl", prefix=f"{name}_gap")
-        report.update({key: float(v) for key, v in gaps.items()})
+        report.update({f"{name}_{key}": float(v) for key, v in result.items() if key.startswith("gap_")})
     return report
-
-
-def _overall_and_groups(result: Any) -> tuple[torch.Tensor | None, torch.Tensor]:
-    """Split a representation metric's ``compute()`` result into (overall value, per-group tensor)."""
-    if isinstance(result, dict):
-        per_group = result.get("per_group", result.get("group"))
-        return result.get("overall"), torch.as_tensor(per_group, dtype=torch.float64)
-    return None, torch.as_tensor(result, dtype=torch.float64)

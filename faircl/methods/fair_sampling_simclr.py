@@ -226,7 +226,7 @@ class FairSamplingSimCLR(FairModule):
         self.cluster_freq.copy_(torch.bincount(labels, minlength=hp.num_clusters).float() / n)
         self.cluster_centroids.copy_(centroids.float())
         self.cluster_epoch.fill_(self.current_epoch if epoch is None else epoch)
-        stats = cluster_stats(data[hp.cluster_on], labels, hp.num_clusters)
+        stats = cluster_stats(data[hp.cluster_on], hp.num_clusters, seed=hp.cluster_seed)
         self.log_dict({f"cluster/{k}": v for k, v in stats.items()}, on_step=False, on_epoch=True)
         return labels
 
@@ -244,8 +244,7 @@ class FairSamplingSimCLR(FairModule):
         report: dict[str, float] = {}
         emb = outputs.get(hp.cluster_on)
         if emb is not None and len(emb) >= hp.num_clusters:
-            labels, _ = kmeans(emb, hp.num_clusters, seed=hp.cluster_seed, iters=hp.kmeans_iters)
-            report.update({f"cluster_{k}": v for k, v in cluster_stats(emb, labels, hp.num_clusters).items()})
+            report.update({f"cluster_{k}": v for k, v in cluster_stats(emb, hp.num_clusters, hp.cluster_seed).items()})
         dm = getattr(self.trainer, "datamodule", None)
         if dm is not None and hasattr(dm, "plain_loader") and "h" in outputs:
             train = self.collect(dm.plain_loader("train"), keys=("h", "y"), max_rows=hp.probe_max_train)
@@ -265,16 +264,16 @@ class SimCLR(FairSamplingSimCLR):
         super().__init__(fair_sampling=fair_sampling, **kwargs)
 
 
-def cluster_stats(emb: torch.Tensor, labels: torch.Tensor, num_clusters: int) -> dict[str, float]:
-    """Martin & Ogbuokiri's cluster balance of a partition, via :class:`faircl.metrics.ClusterBalance`.
+def cluster_stats(emb: torch.Tensor, num_clusters: int, seed: int = 0) -> dict[str, float]:
+    """Martin & Ogbuokiri's cluster balance of embeddings ``[N, d]``, via :class:`faircl.metrics.ClusterBalance`.
 
-    Returns ``{"dominance": largest cluster share, "entropy": entropy of the cluster sizes (nats),
-    "separation": mean Euclidean distance between the centroids}``.
+    Returns ``{"dominance": largest cluster share, "entropy": entropy of the cluster sizes (bits),
+    "separation": mean Euclidean distance between the centroids}`` of a seeded K-means with ``num_clusters``.
     """
     from faircl.metrics import ClusterBalance
 
-    metric = ClusterBalance(num_clusters)
-    metric.update(emb.float().cpu(), labels.cpu())
+    metric = ClusterBalance(num_clusters, seed=seed)
+    metric.update(emb.float().cpu())
     result = metric.compute()
     return {key: float(result[name]) for key, name in
             (("dominance", "dominance_ratio"), ("entropy", "entropy"), ("separation", "separation"))}
