@@ -72,7 +72,8 @@ def nt_xent_loss(
     example = torch.arange(n, device=z.device)
 
     if extra_positives is None and negative_weights is None:
-        terms, num_pos = contrastive_terms(z, torch.cat([example, example]), temperature, normalize)
+        other_view = torch.cat([example + n, example])
+        terms, num_pos = contrastive_terms(z, other_view, temperature, normalize, partner=other_view)
     else:
         rows = 2 * n
         eye = torch.eye(rows, dtype=torch.bool, device=z.device)

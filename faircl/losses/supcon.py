@@ -189,7 +189,8 @@ def cs_infonce_loss(
     cell = compact_ids(torch.where(known, labels, -1 - example), torch.where(known, groups, -1))
     cell2 = torch.cat([cell, cell])
     z = torch.cat([z1, z2], dim=0)
-    terms, _ = contrastive_terms(z, torch.cat([example, example]), temperature, normalize, block=cell2)
+    other_view = torch.cat([example + n, example])
+    terms, _ = contrastive_terms(z, other_view, temperature, normalize, block=cell2, partner=other_view)
     cell_size = torch.bincount(cell2)[cell2]
     # A pair alone in its cell has ℓ_i = 1 exactly; avoid a rounding residue of ~1e-16.
     terms = torch.where(cell_size > 2, terms, 0.0)

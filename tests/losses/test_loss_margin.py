@@ -172,3 +172,19 @@ def test_autocast_close_to_float32(dtype):
     with torch.autocast("cpu", dtype=dtype):
         low = torch.stack([triplet_margin_loss(proj(x), y), fn(proj(x), y), multi_similarity_loss(proj(x), y)])
     torch.testing.assert_close(low.float(), ref, rtol=1e-2, atol=1e-3)
+
+
+def test_hand_made_triplet_and_margin_values():
+    """Three unit vectors with hand-computed distances."""
+    z = torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]], dtype=torch.float64)
+    y = torch.tensor([0, 0, 1])
+    # d(0,1) = √2, d(0,2) = 2, d(1,2) = √2
+    trip = (torch.tensor([0, 1]), torch.tensor([1, 0]), torch.tensor([2, 2]))
+    r2 = math.sqrt(2.0)
+    expected_triplet = [max(0.0, r2 - 2 + 0.2), max(0.0, r2 - r2 + 0.2)]  # [0, 0.2]
+    got = triplet_margin_loss(z, triplets=trip, margin=0.2, reduction="none")
+    torch.testing.assert_close(got, torch.tensor(expected_triplet, dtype=torch.float64))
+    assert triplet_margin_loss(z, triplets=trip, margin=0.2).item() == pytest.approx(0.2)  # one active triplet
+    # margin loss, β = 1.2, γ = 0.2: pos terms [√2 − 1.0]_+ twice, neg terms [1.4 − 2]_+ = 0 and [1.4 − √2]_+ = 0
+    loss = MarginLoss(margin=0.2, beta=1.2)(z, y, trip)
+    assert loss.item() == pytest.approx(2 * (r2 - 1.0) / 2, abs=1e-7)

@@ -115,3 +115,12 @@ def test_autocast_close_to_float32(dtype):
         low = nt_xent_loss(proj(x[:12]), proj(x[12:]), negative_weights=w)
     assert low.dtype == torch.float32
     torch.testing.assert_close(low, ref, rtol=1e-2, atol=1e-3)
+
+
+def test_hand_made_value():
+    """Rows e1, e2 | e1, −e2 at τ = 1: anchors 0 and 2 see s = 1 with their positive, 1 and 3 see s = −1."""
+    z1 = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)
+    z2 = torch.tensor([[1.0, 0.0], [0.0, -1.0]], dtype=torch.float64)
+    e = math.e
+    expected = (-math.log(e / (e + 2)) - math.log((1 / e) / (1 / e + 2))) / 2
+    assert nt_xent_loss(z1, z2, temperature=1.0).item() == pytest.approx(expected, abs=1e-12)

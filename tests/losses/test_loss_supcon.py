@@ -375,3 +375,57 @@ def test_autocast_close_to_float32(dtype):
         low = run()
     assert low.dtype == torch.float32  # logits and log-sum-exp stay in float32
     torch.testing.assert_close(low, ref, rtol=1e-2, atol=1e-3)
+
+
+def test_float32_accuracy_at_low_temperature():
+    """ConFair's τ = 0.01 on 256 rows: float32 stays close to the float64 value (no catastrophic cancellation)."""
+    g = torch.Generator().manual_seed(9)
+    z = torch.randn(256, 32, generator=g, dtype=torch.float64)
+    y = torch.randint(0, 2, (256,), generator=g)
+    a = torch.randint(0, 2, (256,), generator=g)
+    for fn in (
+        lambda v: supcon_loss(v, y, 0.01, reduction="none"),
+        lambda v: fcl_loss(v, y, a, 0.01, conditioning="class", reduction="none"),
+        lambda v: cs_infonce_loss(v[:128], v[128:], y[:128], a[:128], 0.01, reduction="none"),
+    ):
+        torch.testing.assert_close(fn(z.float()).double(), fn(z), rtol=1e-4, atol=1e-3)
+
+
+def test_blockwise_and_full_masked_log_sum_exp_agree_with_gradients():
+    """The padded per-block computation (balanced blocks) equals the full masked matrix (any blocks)."""
+    from faircl.losses._common import _blockwise_logsumexp, _masked_logsumexp
+
+    g = torch.Generator().manual_seed(11)
+    z = torch.randn(40, 5, generator=g, dtype=torch.float64, requires_grad=True)
+    block = torch.randint(0, 6, (40,), generator=g)
+    block[7] = 99  # a block of one row: only its own (zero-gradient) entry remains
+    w = torch.randn(40, generator=g, dtype=torch.float64)
+    fast = _blockwise_logsumexp(z, block, 0.3)
+    slow = _masked_logsumexp(z, block, None, 0.3)
+    torch.testing.assert_close(fast, slow)
+    g_fast = torch.autograd.grad((fast * w).sum(), z)[0]
+    g_slow = torch.autograd.grad((slow * w).sum(), z)[0]
+    torch.testing.assert_close(g_fast, g_slow)
+
+
+def test_gradcheck_contrastive_losses():
+    g = torch.Generator().manual_seed(12)
+    z = torch.randn(10, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([0, 0, 1, 1, 1, 0, 0, 1, 1, 1])
+    a = torch.tensor([0, 1, 0, 1, -1, 0, 0, 0, 1, 1])
+    fns = [
+        lambda v: supcon_loss(v, y, 0.5),
+        lambda v: supcon_loss(v, y, 0.5, reduction="confair"),
+        lambda v: fcl_loss(v, y, a, 0.5),
+        lambda v: fcl_loss(v, y, a, 0.5, conditioning="class"),
+        lambda v: cs_infonce_loss(v[:5], v[5:], y[:5], a[:5], 0.5),
+        lambda v: cs_infonce_loss(v[:5], v[5:], y[:5], a[:5], 0.5, normalize=False),
+    ]
+    for fn in fns:
+        assert torch.autograd.gradcheck(fn, (z,))
+    # balanced blocks take the padded per-block path
+    zb = torch.randn(18, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    yb = torch.arange(3).repeat(6)
+    ab = torch.tensor([0, 1]).repeat(9)
+    assert torch.autograd.gradcheck(lambda v: fcl_loss(v, yb, ab, 0.5, conditioning="class"), (zb,))
+    assert torch.autograd.gradcheck(lambda v: cs_infonce_loss(v[:9], v[9:], yb[:9], ab[:9], 0.5), (zb,))
