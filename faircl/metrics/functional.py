@@ -62,7 +62,7 @@ def _check_range(x: Tensor, name: str, low: int, high: int, what: str) -> None:
 
 
 def check_labels(t: Tensor, name: str, num: int | None, allow_unknown: bool = False,
-                 kind: str = "num_classes") -> Tensor:
+                 kind: str = "num_classes", check_values: bool = True) -> Tensor:
     """Check a 1-D integer label tensor (values in ``0..num-1``, ``-1`` too if ``allow_unknown``; ``num=None``:
     any value >= 0) and return it as int64."""
     if not isinstance(t, Tensor):
@@ -72,6 +72,8 @@ def check_labels(t: Tensor, name: str, num: int | None, allow_unknown: bool = Fa
     if t.is_floating_point() or t.is_complex():
         raise ValueError(f"{name} must hold integer ids, got dtype {t.dtype}")
     t = t.long()
+    if not check_values:
+        return t
     low = -1 if allow_unknown else 0
     unknown = "-1 (unknown) or " if allow_unknown else ""
     if num is None:
@@ -81,7 +83,7 @@ def check_labels(t: Tensor, name: str, num: int | None, allow_unknown: bool = Fa
     return t
 
 
-def as_class_ids(preds: Tensor, num_classes: int, name: str = "preds") -> Tensor:
+def as_class_ids(preds: Tensor, num_classes: int, name: str = "preds", check_values: bool = True) -> Tensor:
     """Class ids ``[N]`` from class ids ``[N]`` or scores ``[N, C]`` (argmax in float32; NaN scores rejected)."""
     if not isinstance(preds, Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(preds).__name__}")
@@ -92,24 +94,30 @@ def as_class_ids(preds: Tensor, num_classes: int, name: str = "preds") -> Tensor
                 f"(num_classes={num_classes}); got shape {tuple(preds.shape)}. Pass integer class ids of shape [N] "
                 "for hard predictions")
         scores = preds.float()
-        nan = torch.isnan(scores)
-        if nan.any():
+        nan = torch.isnan(scores) if check_values else None
+        if nan is not None and nan.any():
             row = _first_bad_row(nan.any(1))
             raise ValueError(f"{name} contains NaN scores at row {row}: {scores[row].tolist()}")
         return scores.argmax(1)
-    return check_labels(preds, name, num_classes)
+    return check_labels(preds, name, num_classes, check_values=check_values)
 
 
 def check_inputs(preds: Tensor, target: Tensor, groups: Tensor, num_classes: int,
-                 num_groups: int) -> tuple[Tensor, Tensor, Tensor]:
-    """Validate and normalise ``(preds, target, groups)``; returns three int64 tensors ``[N]``."""
+                 num_groups: int, check_values: bool = True,
+                 check_groups: bool = True) -> tuple[Tensor, Tensor, Tensor]:
+    """Validate and normalise ``(preds, target, groups)``; returns three int64 tensors ``[N]``.
+
+    Shapes and dtypes are always checked; ``check_values=False`` skips the id-range and NaN checks;
+    ``check_groups=False`` skips only the range check of ``groups`` (:func:`confusion_counts` can do it for free).
+    """
     if num_classes < 2:
         raise ValueError(f"num_classes must be >= 2, got {num_classes}")
     if num_groups < 1:
         raise ValueError(f"num_groups must be >= 1, got {num_groups}")
-    p = as_class_ids(preds, num_classes)
-    t = check_labels(target, "target", num_classes)
-    g = check_labels(groups, "groups", num_groups, allow_unknown=True, kind="num_groups")
+    p = as_class_ids(preds, num_classes, check_values=check_values)
+    t = check_labels(target, "target", num_classes, check_values=check_values)
+    g = check_labels(groups, "groups", num_groups, allow_unknown=True, kind="num_groups",
+                     check_values=check_values and check_groups)
     if not (p.shape[0] == t.shape[0] == g.shape[0]):
         raise ValueError(
             f"preds, target and groups must have the same number of rows, got {p.shape[0]}, {t.shape[0]} and "
@@ -118,16 +126,28 @@ def check_inputs(preds: Tensor, target: Tensor, groups: Tensor, num_classes: int
 
 
 def confusion_counts(preds: Tensor, target: Tensor, groups: Tensor, num_classes: int,
-                     num_groups: int) -> Tensor:
+                     num_groups: int, out: Tensor | None = None, check_groups: bool = False) -> Tensor:
     """Counts ``[num_groups + 1, C, C]`` (rows true class, columns predicted); slot ``num_groups`` = unknown group.
 
-    One ``bincount`` of the code ``((g·C) + y)·C + ŷ``; inputs must already be checked (:func:`check_inputs`).
+    One ``bincount`` of the code ``ŷ + C·y + C²·(g + 1)``. ``preds`` and ``target`` must already be checked
+    (:func:`check_inputs`); ``groups`` too unless ``check_groups``: with valid ``ŷ`` and ``y``, a group id below -1
+    makes a negative code and one above ``num_groups − 1`` a code past the last slot, so the ``bincount`` itself
+    detects them and the full check then names the offending row.
+    ``out``: optional int64 buffer ``[N]`` for the codes (reusing one saves the page faults of a fresh allocation).
     """
     c = num_classes
-    # remainder maps -1 (unknown) to the extra slot num_groups
-    code = (groups.remainder(num_groups + 1) * c + target) * c + preds
-    counts = torch.bincount(code, minlength=(num_groups + 1) * c * c)
-    return counts.view(num_groups + 1, c, c)
+    size = (num_groups + 1) * c * c
+    code = torch.add(preds, target, alpha=c, out=out) if out is not None else torch.add(preds, target, alpha=c)
+    code.add_(groups, alpha=c * c).add_(c * c)          # g = -1 (unknown) lands in slot 0
+    try:
+        counts = torch.bincount(code, minlength=size)
+    except RuntimeError:
+        if not check_groups:
+            raise
+        counts = None
+    if check_groups and (counts is None or counts.numel() > size):
+        check_labels(groups, "groups", num_groups, allow_unknown=True, kind="num_groups")
+    return torch.roll(counts.view(num_groups + 1, c, c), -1, 0)   # known groups first, unknown last
 
 
 def group_confusion(preds: Tensor, target: Tensor, groups: Tensor, num_classes: int, num_groups: int) -> Tensor:
@@ -144,8 +164,8 @@ def group_confusion(preds: Tensor, target: Tensor, groups: Tensor, num_classes: 
         int64 tensor ``[G, C, C]``: ``out[a, y, k]`` = number of rows of group ``a`` with true class ``y`` predicted
         as ``k``.
     """
-    p, t, g = check_inputs(preds, target, groups, num_classes, num_groups)
-    return confusion_counts(p, t, g, num_classes, num_groups)[:num_groups]
+    p, t, g = check_inputs(preds, target, groups, num_classes, num_groups, check_groups=False)
+    return confusion_counts(p, t, g, num_classes, num_groups, check_groups=True)[:num_groups]
 
 
 def count_unknown_groups(groups: Tensor) -> int:
@@ -223,6 +243,15 @@ def _rms_over_classes(x: Tensor) -> Tensor:
     return x[defined].square().mean().sqrt() if bool(defined.any()) else x.new_tensor(float("nan"))
 
 
+def eo_gap_from_rates(r_g: dict[str, Tensor], r_all: dict[str, Tensor]) -> Tensor:
+    """:func:`eo_gap_from_confusion` from precomputed :func:`group_rates` (per group and overall)."""
+    d_tpr = _sum_abs_dev(r_g["tpr"], r_all["tpr"])
+    d_fpr = _sum_abs_dev(r_g["fpr"], r_all["fpr"])
+    if d_tpr.shape[-1] == 2:
+        d_tpr, d_fpr = d_tpr[1:], d_fpr[1:]
+    return _nansum_or_nan(torch.cat([d_tpr, d_fpr]))
+
+
 def eo_gap_from_confusion(cm: Tensor) -> Tensor:
     """Chi et al. (2022) ΔEO from counts ``[G, C, C]``.
 
@@ -230,12 +259,12 @@ def eo_gap_from_confusion(cm: Tensor) -> Tensor:
     rate is over the rows with a known group) and ``ΔEO = Σ_y (ΔTPR^y + ΔFPR^y)``. For a binary task only the positive
     class ``y = 1`` is summed, as in the paper (class 0 would repeat the same gaps).
     """
-    r_g, r_all = group_rates(cm), group_rates(cm.sum(0))
-    d_tpr = _sum_abs_dev(r_g["tpr"], r_all["tpr"])
-    d_fpr = _sum_abs_dev(r_g["fpr"], r_all["fpr"])
-    if cm.shape[-1] == 2:
-        d_tpr, d_fpr = d_tpr[1:], d_fpr[1:]
-    return _nansum_or_nan(torch.cat([d_tpr, d_fpr]))
+    return eo_gap_from_rates(group_rates(cm), group_rates(cm.sum(0)))
+
+
+def rate_gap_rms_from_rates(r_g: dict[str, Tensor], r_all: dict[str, Tensor], rate: str = "tpr") -> Tensor:
+    """:func:`rate_gap_rms_from_confusion` from precomputed :func:`group_rates`."""
+    return _rms_over_classes(_sum_abs_dev(r_g[rate], r_all[rate]))
 
 
 def rate_gap_rms_from_confusion(cm: Tensor, rate: str = "tpr", smoothing: float = 0.0) -> Tensor:
@@ -245,13 +274,22 @@ def rate_gap_rms_from_confusion(cm: Tensor, rate: str = "tpr", smoothing: float 
     size-weighted mean of the two), which is the paper's ``GAP^{TPR}_{a,y}``. Classes whose sum is undefined are left
     out of the mean.
     """
-    r_g, r_all = group_rates(cm, smoothing), group_rates(cm.sum(0), smoothing)
-    return _rms_over_classes(_sum_abs_dev(r_g[rate], r_all[rate]))
+    return rate_gap_rms_from_rates(group_rates(cm, smoothing), group_rates(cm.sum(0), smoothing), rate)
+
+
+def demographic_parity_gap_from_rates(r_g: dict[str, Tensor]) -> Tensor:
+    """:func:`demographic_parity_gap_from_confusion` from precomputed per-group :func:`group_rates`."""
+    return _nanmax_or_nan(_range(r_g["ppr"]))
 
 
 def demographic_parity_gap_from_confusion(cm: Tensor) -> Tensor:
     """``max_y (max_a P(ŷ=y|a) − min_a P(ŷ=y|a))``; for binary tasks fairlearn's ``demographic_parity_difference``."""
-    return _nanmax_or_nan(_range(group_rates(cm)["ppr"]))
+    return demographic_parity_gap_from_rates(group_rates(cm))
+
+
+def equalized_odds_difference_from_rates(r_g: dict[str, Tensor]) -> Tensor:
+    """:func:`equalized_odds_difference_from_confusion` from precomputed per-group :func:`group_rates`."""
+    return _nanmax_or_nan(torch.cat([_range(r_g["tpr"]), _range(r_g["fpr"])]))
 
 
 def equalized_odds_difference_from_confusion(cm: Tensor) -> Tensor:
@@ -260,8 +298,7 @@ def equalized_odds_difference_from_confusion(cm: Tensor) -> Tensor:
     (For two classes the one-vs-rest gaps of class 0 equal those of class 1, so the max over classes is the
     positive-class value.)
     """
-    r = group_rates(cm)
-    return _nanmax_or_nan(torch.cat([_range(r["tpr"]), _range(r["fpr"])]))
+    return equalized_odds_difference_from_rates(group_rates(cm))
 
 
 def group_accuracy_from_confusion(cm: Tensor) -> Tensor:

@@ -181,3 +181,13 @@ def test_property_any_batching(data, cuts):
     c, k, p, t, g = data
     cuts = [min(x, len(p)) for x in cuts]
     _assert_same(_run(c, k, p, t, g), _run(c, k, p, t, g, cuts))
+
+
+def test_validate_args_false_gives_the_same_counts(make_data):
+    s, t, g = make_data(500, 6, 3, scores=True)
+    a, b = GroupFairness(6, 3), GroupFairness(6, 3, validate_args=False)
+    a.update(s, t, g)
+    b.update(s, t, g)
+    assert torch.equal(a.confmat, b.confmat)
+    with pytest.raises(ValueError, match="same number of rows"):  # shapes are still checked
+        b.update(s[:3], t, g)

@@ -1,0 +1,141 @@
+"""Speed of the fairness metrics against their floors, measured side by side in one run.
+
+1. ``GroupFairness`` update + compute on 1,000,000 predictions (4 groups, 2 classes) vs a bare ``torch.bincount``
+   of the same (group, target, prediction) codes (target: <= 3x), next to torchmetrics' ``BinaryGroupStatRates`` and
+   fairlearn's ``MetricFrame`` on the same data.
+2. ``GroupRecallAtK`` (k = 1, all groups) at N = 20,000, d = 128 vs a chunked matmul + argmax with the same chunks
+   (target: <= 1.3x).
+
+Timings are medians of interleaved repeats (A, B, A, B, ...) so that load on the machine hits both sides alike.
+Run: ``.venv/bin/python benchmarks/metrics.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import warnings
+
+import torch
+
+from faircl.metrics import GroupFairness, GroupRecallAtK
+
+
+def interleaved(fns: dict, repeats: int) -> dict[str, float]:
+    times = {name: [] for name in fns}
+    for name, fn in fns.items():  # warm-up
+        fn()
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(v) for name, v in times.items()}
+
+
+def bench_group_fairness(n: int, repeats: int, with_fairlearn: bool) -> list[tuple[str, float]]:
+    gen = torch.Generator().manual_seed(0)
+    num_groups, num_classes = 4, 2
+    groups = torch.randint(num_groups, (n,), generator=gen)
+    target = torch.randint(num_classes, (n,), generator=gen)
+    preds = torch.randint(num_classes, (n,), generator=gen)
+    scores = torch.randn(n, num_classes, generator=gen)
+    codes = (groups * num_classes + target) * num_classes + preds
+    size = num_groups * num_classes * num_classes
+
+    def floor():
+        return torch.bincount(codes, minlength=size)
+
+    checked = GroupFairness(num_classes, num_groups)
+    trusted = GroupFairness(num_classes, num_groups, validate_args=False)
+
+    def run(metric, p):
+        metric.reset()
+        metric.update(p, target, groups)
+        return metric.compute()
+
+    fns = {"bincount floor": floor,
+           "GroupFairness (class ids)": lambda: run(checked, preds),
+           "GroupFairness (class ids, validate_args=False)": lambda: run(trusted, preds),
+           "GroupFairness ([N, 2] fp32 scores)": lambda: run(checked, scores)}
+    try:
+        from torchmetrics.classification import BinaryGroupStatRates
+
+        def tm():
+            m = BinaryGroupStatRates(num_groups=num_groups)
+            m.update(preds, target, groups)
+            return m.compute()
+
+        fns["torchmetrics BinaryGroupStatRates"] = tm
+    except ImportError:
+        pass
+    res = interleaved(fns, repeats)
+    if with_fairlearn:
+        from fairlearn.metrics import MetricFrame, false_positive_rate, selection_rate, true_positive_rate
+        from sklearn.metrics import accuracy_score
+
+        y, p, a = target.numpy(), preds.numpy(), groups.numpy()
+
+        def fl():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return MetricFrame(metrics={"tpr": true_positive_rate, "fpr": false_positive_rate,
+                                            "sel": selection_rate, "acc": accuracy_score},
+                                   y_true=y, y_pred=p, sensitive_features=a).by_group
+
+        res["fairlearn MetricFrame (tpr, fpr, selection, accuracy)"] = interleaved({"f": fl}, 1)["f"]
+    base = res["bincount floor"]
+    return [(name, t, t / base) for name, t in res.items()]
+
+
+def bench_recall(n: int, d: int, repeats: int) -> list[tuple[str, float]]:
+    gen = torch.Generator().manual_seed(1)
+    x = torch.nn.functional.normalize(torch.randn(n, d, generator=gen), dim=1)
+    labels = torch.randint(100, (n,), generator=gen)
+    groups = torch.randint(4, (n,), generator=gen)
+    chunk = max(1, (1 << 24) // n)
+
+    def floor():
+        xt = x.t()
+        out = torch.empty(n, dtype=torch.long)
+        for s in range(0, n, chunk):
+            out[s:s + chunk] = (x[s:s + chunk] @ xt).argmax(1)
+        return out
+
+    def ours():
+        m = GroupRecallAtK(1, 4, chunk_size=chunk)
+        m.update(x, labels, groups)
+        return m.compute()
+
+    def ours_cos():
+        m = GroupRecallAtK(1, 4, distance="cosine", chunk_size=chunk)
+        m.update(x, labels, groups)
+        return m.compute()
+
+    res = interleaved({"chunked matmul + argmax floor": floor, "GroupRecallAtK (euclidean)": ours,
+                       "GroupRecallAtK (cosine)": ours_cos}, repeats)
+    base = res["chunked matmul + argmax floor"]
+    return [(name, t, t / base) for name, t in res.items()]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats (smoke run)")
+    parser.add_argument("--no-fairlearn", action="store_true", help="skip the (slow) fairlearn reference")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch intra-op threads for every contender (default 1: stable on a shared machine)")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    n_pred, n_emb, reps = (100_000, 4_000, 5) if args.quick else (1_000_000, 20_000, 31)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print(f"\nGroupFairness update + compute, N = {n_pred:,}, 4 groups, 2 classes (target <= 3x the floor)")
+    for name, t, ratio in bench_group_fairness(n_pred, reps, not args.no_fairlearn):
+        print(f"  {name:<55s} {t * 1e3:10.2f} ms  {ratio:8.2f}x")
+    print(f"\nGroupRecallAtK k=1, all groups, N = {n_emb:,}, d = 128 (target <= 1.3x the floor)")
+    for name, t, ratio in bench_recall(n_emb, 128, 3 if args.quick else 5):
+        print(f"  {name:<55s} {t * 1e3:10.2f} ms  {ratio:8.2f}x")
+
+
+if __name__ == "__main__":
+    main()
