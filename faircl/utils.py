@@ -124,6 +124,9 @@ class GradientCache:
             input (e.g. a query and a document tower).
         loss_fn: ``loss_fn(*embeddings, **loss_kwargs) -> scalar``, e.g. ``faircl.losses.cs_infonce_loss``.
         chunk_size: rows per chunk.
+        ddp_module: the ``DistributedDataParallel`` wrapper whose ``no_sync()`` should suppress gradient
+            synchronisation on all but the last chunk, when ``encoder`` is not itself that wrapper (e.g. a
+            lambda calling it). Under Lightning: ``self.trainer.strategy.model``.
 
     Example:
         >>> cache = GradientCache(lambda x: model(x)["z"], cs_infonce_loss, chunk_size=32)
@@ -136,9 +139,13 @@ class GradientCache:
         encoder: Callable[[Any], torch.Tensor] | Sequence[Callable[[Any], torch.Tensor]],
         loss_fn: Callable[..., torch.Tensor],
         chunk_size: int,
+        ddp_module: torch.nn.Module | None = None,
     ) -> None:
         if chunk_size < 1:
             raise ValueError(f"`chunk_size` must be >= 1, got {chunk_size}")
+        if ddp_module is not None and not hasattr(ddp_module, "no_sync"):
+            raise TypeError(f"`ddp_module` must provide no_sync() (a DistributedDataParallel), got {type(ddp_module).__name__}")
+        self.ddp_module = ddp_module
         self.encoder = encoder
         self.loss_fn = loss_fn
         self.chunk_size = int(chunk_size)
@@ -185,7 +192,7 @@ class GradientCache:
             state.restore()
             last = j == len(jobs) - 1
             with ExitStack() as stack:
-                no_sync = getattr(enc, "no_sync", None)
+                no_sync = getattr(self.ddp_module if self.ddp_module is not None else enc, "no_sync", None)
                 stack.enter_context(no_sync() if (no_sync is not None and not last) else nullcontext())
                 rep = enc(part)
                 rep.backward(g.to(rep.dtype))

@@ -112,7 +112,7 @@ def contrastive_terms(
         block: optional ``[B]`` long; restricts the denominator (and positives) to rows of the same block.
         log_weights: optional ``[B, B]`` additive log-weights of the denominator terms (``-inf`` drops a term).
         partner: optional ``[B]`` long: the single positive of each row (e.g. its other view), replacing
-            ``positive_key``; it must lie in the row's block.
+            ``positive_key``; it must lie in the row's block and have a finite log-weight.
 
     Returns:
         ``(neg_log_prob_sum, num_positives)``, both ``[B]``; the first is float, 0 where ``|P(i)| = 0``.
@@ -124,6 +124,10 @@ def contrastive_terms(
             zf = F.normalize(zf, dim=1)
         if block is not None and log_weights is None:
             lse = _blockwise_logsumexp(zf, block, temperature)
+        elif block is None and log_weights is not None and partner is not None:
+            # Every row keeps its partner (finite log-weight), so no row of the denominator is empty.
+            sim = (zf * (1.0 / temperature)) @ zf.T
+            lse = torch.logsumexp(sim.add_(log_weights.detach().to(sim.dtype)), dim=1)
         else:
             lse = _masked_logsumexp(zf, block, log_weights, temperature)
 

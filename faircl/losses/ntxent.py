@@ -71,9 +71,12 @@ def nt_xent_loss(
     z = torch.cat([z1, z2], dim=0)
     example = torch.arange(n, device=z.device)
 
+    other_view = torch.cat([example + n, example])
     if extra_positives is None and negative_weights is None:
-        other_view = torch.cat([example + n, example])
         terms, num_pos = contrastive_terms(z, other_view, temperature, normalize, partner=other_view)
+    elif extra_positives is None and negative_weights.shape == (n, n):
+        log_w = _example_log_weights(negative_weights, n)
+        terms, num_pos = contrastive_terms(z, other_view, temperature, normalize, log_weights=log_w, partner=other_view)
     else:
         rows = 2 * n
         eye = torch.eye(rows, dtype=torch.bool, device=z.device)
@@ -99,10 +102,7 @@ def nt_xent_loss(
                     raise ValueError(
                         f"`negative_weights` must have shape [{n}, {n}] or [{rows}, {rows}], got {tuple(w.shape)}"
                     )
-                w = w.detach().to(torch.promote_types(w.dtype, torch.float32))
-                if bool((w < 0).any()) or not bool(w.isfinite().all()):
-                    raise ValueError("`negative_weights` must be finite and non-negative")
-                w = torch.where(negative, w, 0.0)
+                w = torch.where(negative, _check_weights(w), 0.0)
                 total = w.sum(dim=1, keepdim=True)
                 scale = torch.where(total > 0, negative.sum(dim=1, keepdim=True) / torch.where(total > 0, total, 1.0), 0.0)
                 log_w = torch.log(w * scale)
@@ -113,6 +113,31 @@ def nt_xent_loss(
     if reduction == "none":
         return per_anchor
     return per_anchor.sum() if reduction == "sum" else per_anchor.mean()
+
+
+def _check_weights(w: torch.Tensor) -> torch.Tensor:
+    w = w.detach().to(torch.promote_types(w.dtype, torch.float32))
+    if bool((w < 0).any()) or not bool(w.isfinite().all()):
+        raise ValueError("`negative_weights` must be finite and non-negative")
+    return w
+
+
+def _example_log_weights(negative_weights: torch.Tensor, n: int) -> torch.Tensor:
+    """``[2N, 2N]`` log-weights from example-level weights ``[N, N]`` when the other view is the only positive.
+
+    Row ``i`` (example ``e``) has the ``2(N − 1)`` views of the other examples as negatives, each with weight
+    ``w_em``; rescaled to mean 1 they become ``w_em · (N − 1) / Σ_{m≠e} w_em``. The other view gets log-weight 0
+    and the row itself ``-inf``. Built on ``[N, N]`` and tiled, so it costs one ``[2N, 2N]`` pass.
+    """
+    w = _check_weights(negative_weights)
+    w = w * ~torch.eye(n, dtype=torch.bool, device=w.device)
+    total = w.sum(dim=1, keepdim=True)
+    scale = torch.where(total > 0, (n - 1) / torch.where(total > 0, total, 1.0), 0.0)
+    log_w = torch.log(w * scale)
+    log_w.diagonal().fill_(0.0)  # the other view, in the off-diagonal blocks once tiled
+    log_w = log_w.repeat(2, 2)
+    log_w.diagonal().fill_(float("-inf"))  # the row itself
+    return log_w
 
 
 def _terms_with_positive_mask(

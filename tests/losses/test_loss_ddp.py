@@ -74,6 +74,9 @@ def _worker(rank: int, port: int, out_dir: str) -> None:
 
         loss = GradientCache(net, global_cs, chunk_size=2)(x1[part], x2[part])
         results["cs_cached"] = (loss, [p.grad.clone() for p in net.parameters()])
+        net.zero_grad()
+        loss = GradientCache(lambda x: net(x), global_cs, chunk_size=3, ddp_module=net)(x1[part], x2[part])
+        results["cs_cached_lambda"] = (loss, [p.grad.clone() for p in net.parameters()])
         torch.save(results, Path(out_dir) / f"rank{rank}.pt")
     finally:
         dist.destroy_process_group()
@@ -90,7 +93,7 @@ def test_gathered_global_loss_and_gradients_equal_single_process(tmp_path):
         loss = losses(net(x1), net(x2), y, a)[name]
         loss.backward()
         expected[name] = (loss.detach(), [p.grad.clone() for p in net.parameters()])
-    expected["cs_cached"] = expected["cs"]
+    expected["cs_cached"] = expected["cs_cached_lambda"] = expected["cs"]
     for rank in range(WORLD):
         got = torch.load(tmp_path / f"rank{rank}.pt")
         for name, (loss, grads) in expected.items():
