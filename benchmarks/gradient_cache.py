@@ -35,6 +35,7 @@ def child(batch: int, chunk: int | None) -> None:
     from faircl.losses import cs_infonce_loss, supcon_loss
     from faircl.utils import GradientCache
 
+    torch.set_num_threads(1)  # stable timings on a shared machine (OpenMP barriers suffer under oversubscription)
     torch.manual_seed(0)
     layers: list[nn.Module] = [nn.Linear(IN_DIM, WIDTH), nn.GELU()]
     for _ in range(DEPTH - 1):
@@ -98,9 +99,10 @@ def main() -> None:
             f"{growth / base_growth:.2f} | {r['seconds']:.2f} |"
         )
     md = "\n".join(lines) + (
-        f"\n\nMLP {IN_DIM}→{WIDTH}×{DEPTH}→{OUT_DIM} (GELU), two views, loss = SupCon + CS-InfoNCE, float32 CPU. "
+        f"\n\nMLP {IN_DIM}→{WIDTH}×{DEPTH}→{OUT_DIM} (GELU), two views, loss = SupCon + CS-InfoNCE, float32 CPU, 1 thread. "
         "Peak RSS includes the interpreter, torch, weights, gradients and the inputs; growth is the peak minus the "
-        "resident memory right before the step.\n"
+        "resident memory right before the step. GradientCache runs the encoder twice (once without graph), so about "
+        "2× the compute of a plain step, plus small-chunk inefficiency on CPU.\n"
     )
     print(md)
     if args.write:
