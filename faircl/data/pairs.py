@@ -821,7 +821,7 @@ class CounterfactualTuples(FairDataModule):
             result = aug.augment(with_words)
             report = result.report
             report.skipped_no_attribute = len(pieces) - len(with_words)
-            tuples = result.kept if self.polarity_filter else result.tuples
+            tuples = result.kept if self.polarity_filter else [t for t in result.tuples if t is not None]
         self.polarity_report = report
         return [tuple(t) for t in tuples]
 
