@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contextlib import ExitStack, nullcontext
+from contextlib import nullcontext
 from typing import Any, Callable, Sequence
 
 import torch
@@ -191,9 +191,8 @@ class GradientCache:
         for j, (enc, part, state, g) in enumerate(jobs):
             state.restore()
             last = j == len(jobs) - 1
-            with ExitStack() as stack:
-                no_sync = getattr(self.ddp_module if self.ddp_module is not None else enc, "no_sync", None)
-                stack.enter_context(no_sync() if (no_sync is not None and not last) else nullcontext())
+            no_sync = getattr(self.ddp_module if self.ddp_module is not None else enc, "no_sync", None)
+            with no_sync() if (no_sync is not None and not last) else nullcontext():
                 rep = enc(part)
                 rep.backward(g.to(rep.dtype))
         after.restore()

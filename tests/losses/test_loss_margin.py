@@ -6,6 +6,8 @@ import math
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from faircl.losses import MarginLoss, contrastive_pair_loss, multi_similarity_loss, triplet_margin_loss
 from faircl.mining import distance_weighted_triplets
@@ -188,3 +190,27 @@ def test_hand_made_triplet_and_margin_values():
     # margin loss, β = 1.2, γ = 0.2: pos terms [√2 − 1.0]_+ twice, neg terms [1.4 − 2]_+ = 0 and [1.4 − √2]_+ = 0
     loss = MarginLoss(margin=0.2, beta=1.2)(z, y, trip)
     assert loss.item() == pytest.approx(2 * (r2 - 1.0) / 2, abs=1e-7)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    n=st.integers(min_value=1, max_value=12),
+    classes=st.integers(min_value=1, max_value=4),
+    unknown=st.booleans(),
+    seed=st.integers(min_value=0, max_value=10_000),
+)
+def test_property_miners_and_margin_losses_on_random_batches(n, classes, unknown, seed):
+    from faircl.mining import semihard_triplets
+
+    g = torch.Generator().manual_seed(seed)
+    z = torch.randn(n, 4, generator=g, dtype=torch.float64, requires_grad=True)
+    y = torch.randint(0, classes, (n,), generator=g)
+    if unknown:
+        y[torch.rand(n, generator=g) < 0.3] = -1
+    for triplets in (distance_weighted_triplets(z, y, generator=g), semihard_triplets(z, y), None):
+        if triplets is not None:
+            a, p, q = triplets
+            assert ((y[a] == y[p]) & (a != p) & (y[q] != y[a]) & (y[a] >= 0) & (y[q] >= 0)).all()
+        for loss in (triplet_margin_loss(z, y, triplets), MarginLoss()(z, y, triplets)):
+            (grad,) = torch.autograd.grad(loss, z)
+            assert torch.isfinite(loss) and loss.item() >= 0 and torch.isfinite(grad).all()

@@ -6,6 +6,8 @@ import math
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from faircl.losses import nt_xent_loss
 from faircl.mining import fair_negative_weights, nearest_cluster_positive
@@ -124,3 +126,27 @@ def test_hand_made_value():
     e = math.e
     expected = (-math.log(e / (e + 2)) - math.log((1 / e) / (1 / e + 2))) / 2
     assert nt_xent_loss(z1, z2, temperature=1.0).item() == pytest.approx(expected, abs=1e-12)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    n=st.integers(min_value=1, max_value=10),
+    clusters=st.integers(min_value=1, max_value=4),
+    seed=st.integers(min_value=0, max_value=10_000),
+)
+def test_property_weighted_nt_xent_on_random_batches(n, clusters, seed):
+    g = torch.Generator().manual_seed(seed)
+    z1 = torch.randn(n, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    z2 = torch.randn(n, 3, generator=g, dtype=torch.float64)
+    c = torch.randint(0, clusters, (n,), generator=g)
+    w = fair_negative_weights(z1, c, num_clusters=clusters)
+    extra = nearest_cluster_positive(z1, c)
+    for loss in (
+        nt_xent_loss(z1, z2, negative_weights=w),
+        nt_xent_loss(z1, z2, negative_weights=w, extra_positives=extra),
+    ):
+        (grad,) = torch.autograd.grad(loss, z1)
+        assert torch.isfinite(loss) and loss.item() >= -1e-12 and torch.isfinite(grad).all()
+    ref = ref_nt_xent(z1, z2, 0.5, weights=w.tolist(), extra=extra.tolist())
+    got = nt_xent_loss(z1, z2, negative_weights=w, extra_positives=extra, reduction="none")
+    torch.testing.assert_close(got, torch.tensor(ref, dtype=torch.float64))
