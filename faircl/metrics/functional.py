@@ -17,8 +17,11 @@ a gap is NaN only when none of its terms is defined (for example, fewer than two
 
 Smoothing. ``smoothing=0`` (the default) gives exact rates. ``smoothing=1e-5`` reproduces the Shen et al. / fairlib
 GAP code exactly: fairlib adds ``ε`` to TP, FP and FN and computes ``TN = N − (TP+ε) − (FP+ε) − (FN+ε) + ε``, i.e.
-``TN − 2ε``. With smoothing every rate is defined (an empty cell gets TPR = 0.5) and the rates differ from the
-exact ones by ``O(ε / n_cell)``; on data where every (group, class) cell is populated the two GAPs agree to ~1e-5.
+``TN − 2ε``. With smoothing every rate is defined (an empty cell gets TPR = 0.5; a cell without negatives gets
+FPR = ε / (ε − 2ε) = −1, as in fairlib) and the rates differ from the exact ones by ``O(ε / n_cell)``; on data where
+every (group, class) cell is populated the two GAPs agree to ~1e-5. fairlib also takes the overall rates over all
+rows and the groups as ``0..len(set(a))−1``; here the overall rates are over the rows with a known group and the
+groups are the fixed ``0..num_groups−1`` slots (identical when no group is unknown or absent).
 """
 
 from __future__ import annotations
@@ -28,18 +31,32 @@ from torch import Tensor
 
 __all__ = [
     "accuracy_from_confusion",
+    "as_class_ids",
+    "check_inputs",
+    "check_labels",
+    "confusion_counts",
     "count_unknown_groups",
     "demographic_parity_gap",
+    "demographic_parity_gap_from_confusion",
+    "demographic_parity_gap_from_rates",
     "eo_gap",
+    "eo_gap_from_confusion",
+    "eo_gap_from_rates",
     "equalized_odds_difference",
+    "equalized_odds_difference_from_confusion",
+    "equalized_odds_difference_from_rates",
     "f1_from_confusion",
     "fpr_gap_rms",
     "group_accuracy",
+    "group_accuracy_from_confusion",
     "group_confusion",
     "group_rates",
     "ppr_gap_rms",
+    "rate_gap_rms_from_confusion",
+    "rate_gap_rms_from_rates",
     "tpr_gap_rms",
     "worst_group_accuracy",
+    "worst_group_accuracy_from_confusion",
 ]
 
 

@@ -7,6 +7,8 @@ import math
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pytorch_metric_learning.distances import LpDistance
 from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
 from pytorch_metric_learning.utils.inference import CustomKNN
@@ -232,7 +234,8 @@ def test_cced_matches_literal_loop(num_versions):
     neutral = torch.randn(20, 5, generator=gen)
     ref = []
     for t in range(20):
-        d = [float(np.linalg.norm(attr[t, i].double().numpy() - neutral[t].double().numpy())) for i in range(num_versions)]
+        d = [float(np.linalg.norm(attr[t, i].double().numpy() - neutral[t].double().numpy()))
+             for i in range(num_versions)]
         pairs = [abs(d[i] - d[j]) for i in range(num_versions) for j in range(i + 1, num_versions)]
         ref.append(sum(pairs) / len(pairs))
     np.testing.assert_allclose(cced(attr, neutral).numpy(), ref, rtol=1e-12)
@@ -257,3 +260,48 @@ def test_group_mean_skips_unknown():
     means, sizes = group_mean(torch.tensor([1.0, 0.0, 1.0, 1.0]), torch.tensor([0, 0, -1, 2]), 3)
     assert means[0].item() == 0.5 and math.isnan(means[1].item()) and means[2].item() == 1.0
     assert sizes.tolist() == [2, 0, 1]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# hypothesis: batching, row order and group labels do not change the representation metrics
+# ---------------------------------------------------------------------------------------------------------------
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(4, 40), st.integers(0, 10_000), st.lists(st.integers(0, 40), max_size=4))
+def test_property_recall_and_uniformity_invariances(n, seed, cuts):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 3, generator=gen, dtype=torch.float64)
+    y = torch.randint(3, (n,), generator=gen)
+    g = torch.randint(-1, 3, (n,), generator=gen)
+    perm = torch.randperm(n, generator=gen)
+    relabel = torch.tensor([2, 0, 1])
+    g_relabelled = torch.where(g >= 0, relabel[g.clamp_min(0)], g)
+    bounds = [0, *sorted(min(c, n) for c in cuts), n]
+
+    def run(metric_cls, args_of, rows, groups):
+        m = metric_cls()
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            m.update(*args_of(rows[lo:hi], groups[lo:hi]))
+        return m.compute()
+
+    def recall():
+        return GroupRecallAtK(1, 3, chunk_size=7)
+
+    base = run(recall, lambda r, gg: (x[r], y[r], gg), torch.arange(n), g)
+    shuffled = run(recall, lambda r, gg: (x[r], y[r], gg), perm, g[perm])
+    renamed = run(recall, lambda r, gg: (x[r], y[r], gg), torch.arange(n), g_relabelled)
+    for key in base:
+        torch.testing.assert_close(shuffled[key], base[key], equal_nan=True, msg=key)
+    torch.testing.assert_close(renamed["group_recall"][relabel], base["group_recall"], equal_nan=True)
+    torch.testing.assert_close(renamed["recall"], base["recall"])
+
+    def ukl():
+        return GroupUniformityKL(3)
+
+    base = run(ukl, lambda r, gg: (x[r], gg), torch.arange(n), g)
+    shuffled = run(ukl, lambda r, gg: (x[r], gg), perm, g[perm])
+    renamed = run(ukl, lambda r, gg: (x[r], gg), torch.arange(n), g_relabelled)
+    for key in base:
+        torch.testing.assert_close(shuffled[key], base[key], equal_nan=True, rtol=1e-5, atol=1e-6, msg=key)
+    torch.testing.assert_close(renamed["group_uniformity_kl"][relabel], base["group_uniformity_kl"], equal_nan=True,
+                               rtol=1e-5, atol=1e-6)
