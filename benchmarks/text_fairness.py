@@ -282,10 +282,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", default=os.environ.get("FAIRCL_DATA", str(ROOT.parent / "shared" / "data")))
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "text_fairness.md"))
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--epochs", type=int, default=6, help="epochs of every method on the hate-speech features")
+    parser.add_argument("--epochs", type=int, default=5, help="epochs of every method on the hate-speech features")
     parser.add_argument("--embed-epochs", type=int, default=1, help="CE epochs of the bi-GRU Embed")
     parser.add_argument("--sweep-seeds", type=int, default=2)
     parser.add_argument("--bios-epochs", type=int, default=30)
+    parser.add_argument("--max-train", type=int, default=4000,
+                        help="seeded subset of the hate-speech train tweets (0 = all 11.4k)")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
     logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
@@ -299,7 +301,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         args.seeds, args.epochs, args.embed_epochs, args.sweep_seeds, args.bios_epochs = 1, 2, 1, 1, 3
     seeds = list(range(args.seeds))
-    max_train = 1500 if args.quick else None
+    max_train = 1500 if args.quick else (args.max_train or None)
     views = 2
     started = time.perf_counter()
     lines_log: list[str] = []
