@@ -113,8 +113,10 @@ class GradientCache:
     3. re-embed each chunk with a graph (replaying the random state, so dropout masks match step 1) and
        back-propagate the cached embedding gradient of that chunk into the encoder.
 
-    Parameter gradients equal those of the full-batch backward (up to float rounding); they are *accumulated* into
-    ``.grad`` like ``loss.backward()``. In Lightning, use manual optimisation (``automatic_optimization = False``)
+    Parameter gradients equal those of the full-batch backward (up to float rounding) for encoders that treat
+    examples independently (transformers, MLPs, LayerNorm); BatchNorm sees chunk statistics instead, and its
+    running statistics are updated twice per chunk. Gradients are *accumulated* into ``.grad`` like
+    ``loss.backward()``. In Lightning, use manual optimisation (``automatic_optimization = False``)
     and call ``optimizer.step()`` after this. Under DDP pass the DDP-wrapped module as ``encoder``: gradient
     synchronisation is skipped for all but the last chunk. For a loss over the global batch, gather inside
     ``loss_fn`` with :func:`all_gather_with_grad`.
