@@ -143,6 +143,9 @@ def imbalance_rows(
 ) -> tuple[np.ndarray, list[int]]:
     """Rows kept after shrinking some label values by ``ratio`` (finDML §3.3: 50 random classes reduced by 90 %).
 
+    finDML also tops the other classes up to the size of the balanced control; with a fixed dataset there is nothing
+    to top up from, so the imbalanced train split is smaller than the balanced one.
+
     Args:
         labels: ``[N]`` class ids or attribute ids (``-1`` rows are always kept).
         num_values: number of possible ids.
