@@ -685,7 +685,8 @@ class CounterfactualTuples(FairDataModule):
     """Counterfactual tuples ``(S^{a_1}, …, S^{a_G}, S^n)`` for CCD.
 
     A batch is ``{"x": [versions][B] strings, "y", "a", "idx"}``: ``x[g]`` are the ``B`` texts of group ``g`` and
-    ``x[-1]`` the neutral texts. ``a`` is ``-1`` (every tuple holds all groups) and ``y`` is ``0`` (CCD has no task label; ``num_classes`` is 2 so the base machinery works).
+    ``x[-1]`` the neutral texts. ``a`` is ``-1`` (every tuple holds all groups) and ``y`` is ``0`` (CCD has no task
+    label; ``num_classes`` is 2 so the base machinery works).
 
     Args:
         source: ``cda`` (swap words in ``texts``), ``file`` (read ``tuple_file``) or ``llm`` (rewrite ``texts``
@@ -704,7 +705,8 @@ class CounterfactualTuples(FairDataModule):
         val_fraction / test_fraction: held-out tuples (split by content, seeded).
         polarity_filter: drop tuples failing the polarity check (always counted and reported).
         neutral_name: names become this in the neutral version.
-        llm_base_url / llm_model / llm_cache_dir: LLM endpoint (``None`` = environment variables).
+        llm_base_url / llm_model / llm_cache_dir: LLM endpoint (``None`` = environment variables) and reply cache.
+        llm_prompt_rounds: rounds K of the polarity-guided prompt search (1 = plain few-shot augmentation).
     """
 
     def __init__(
@@ -729,6 +731,7 @@ class CounterfactualTuples(FairDataModule):
         llm_base_url: str | None = None,
         llm_model: str | None = None,
         llm_cache_dir: str | None = None,
+        llm_prompt_rounds: int = 1,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -757,6 +760,7 @@ class CounterfactualTuples(FairDataModule):
         self.polarity_filter = polarity_filter
         self.neutral_name = neutral_name
         self.llm_base_url, self.llm_model, self.llm_cache_dir = llm_base_url, llm_model, llm_cache_dir
+        self.llm_prompt_rounds = llm_prompt_rounds
         self.polarity_report: PolarityReport | None = None
         self.class_names = ["tuple", "unused"]
         self.group_names = []
@@ -818,7 +822,8 @@ class CounterfactualTuples(FairDataModule):
                                   max_words=self.max_words)
             cda = CDA(lex)
             with_words = [s for s in pieces if cda.has_attribute_word(s)]
-            result = aug.augment(with_words)
+            result = (aug.prompt_search(with_words, rounds=self.llm_prompt_rounds)[0] if self.llm_prompt_rounds > 1
+                      else aug.augment(with_words))
             report = result.report
             report.skipped_no_attribute = len(pieces) - len(with_words)
             tuples = result.kept if self.polarity_filter else [t for t in result.tuples if t is not None]
@@ -1013,7 +1018,8 @@ def load_grep_bias_ir(folder: str | Path) -> list[BiasIRQuery]:
 
 __all__ = [
     "AttributeLexicon", "CDA", "CounterfactualTuples", "PolarityReport", "TupleDataset", "occurrences", "polarity",
-    "polarity_check", "make_cda_tuples", "select_texts", "read_texts", "read_tuple_file", "write_tuple_file", "split_sentences",
+    "polarity_check", "make_cda_tuples", "select_texts", "read_texts", "read_tuple_file", "write_tuple_file",
+    "split_sentences",
     "SeatTest", "load_seat", "SEAT_GENDER_TESTS", "CrowsPair", "load_crows_pairs", "StereoSetItem",
     "load_stereoset_intrasentence", "BiasIRQuery", "load_grep_bias_ir", "BUILTIN_GENDER_PAIRS", "BUILTIN_NEUTRAL",
 ]

@@ -8,7 +8,8 @@ via ``lambda t: ccd.embed(t)``) are evaluated the same way. One command evaluate
 
 Measures (lower-is-better gaps are marked in the report):
 
-* ``cced``: mean over tuples of ``|‖f(S^{a_i}) − f(S^n)‖ − ‖f(S^{a_j}) − f(S^n)‖|`` (:func:`faircl.metrics.embedding.cced`).
+* ``cced``: mean over tuples of ``|‖f(S^{a_i}) − f(S^n)‖ − ‖f(S^{a_j}) − f(S^n)‖|``
+  (:func:`faircl.metrics.embedding.cced`).
 * SEAT / WEAT (Caliskan et al. 2017; May et al. 2019): effect size
   ``d = (mean_{x∈X} s(x,A,B) − mean_{y∈Y} s(y,A,B)) / std_{w∈X∪Y} s(w,A,B)`` with
   ``s(w,A,B) = mean_{a∈A} cos(w,a) − mean_{b∈B} cos(w,b)`` (sample std, ddof = 1, as sent-bias), and the one-sided

@@ -130,9 +130,10 @@ class CCD(FairModule):
     def _check_tuples(self, x: Any) -> list[list[str]]:
         if not isinstance(x, (list, tuple)) or len(x) != self.num_groups + 1 or not all(
                 isinstance(v, (list, tuple)) for v in x):
+            size = len(x) if hasattr(x, "__len__") else "?"
             raise TypeError(f"CCD expects batch['x'] = {self.num_groups + 1} lists of strings (the "
                             f"{self.num_groups} attribute versions, then the neutral one), e.g. from "
-                            f"CounterfactualTuples; got {type(x).__name__} of length {len(x) if hasattr(x, '__len__') else '?'}")
+                            f"CounterfactualTuples; got {type(x).__name__} of length {size}")
         return [list(v) for v in x]
 
     def embed_tuples(self, x: Any, original: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
@@ -284,8 +285,9 @@ class CCD(FairModule):
         """Write the (debiased) encoder as a Hugging Face model directory.
 
         The directory loads with ``transformers.AutoModel.from_pretrained(path)`` (+ ``AutoTokenizer``) and, through
-        the ``modules.json`` / ``1_Pooling`` files written here, with ``sentence_transformers.SentenceTransformer(path)``
-        (same pooling, plus a Normalize module when ``normalize=True``).
+        the ``modules.json`` / ``1_Pooling`` files written here, with
+        ``sentence_transformers.SentenceTransformer(path)`` (same pooling, plus a Normalize module when
+        ``normalize=True``).
         """
         enc = self.encoder
         if not (hasattr(enc, "model") and hasattr(enc.model, "save_pretrained") and hasattr(enc, "tokenizer")):

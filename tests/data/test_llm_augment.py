@@ -229,6 +229,7 @@ def test_backend_config_errors(monkeypatch):
 def test_datamodule_llm_source(server, tmp_path):
     texts = [f"He worked as a {job} for {n} years." for n, job in enumerate(["nurse", "pilot", "chef", "judge"] * 3, 2)]
     dm = CounterfactualTuples(source="llm", inline_texts=texts, word_lists="builtin", keep_words=None,
+                              llm_prompt_rounds=2,
                               split_sentences=False, llm_base_url=server.url, llm_model="fake",
                               llm_cache_dir=str(tmp_path), val_fraction=0.25, test_fraction=0.25, batch_size=2)
     dm.setup("fit")
