@@ -16,9 +16,14 @@ All phases run in one ``fit``:
    neighbour is searched within the batch rather than the whole split. With ``recluster_every = R > 0`` the
    clustering is redone every R epochs of the ``fair`` stage.
 
-Logged at every clustering: ``cluster/dominance`` (largest cluster share), ``cluster/entropy`` (of the cluster
-sizes) and ``cluster/separation`` (mean distance between centroids). At test: the same three on the test embeddings
-and a logistic-regression linear probe on frozen ``h`` (accuracy, F1, AUC). An online linear classifier on the
+Logged at every clustering, from :class:`faircl.metrics.ClusterBalance` on the same train embeddings (its own
+seeded K-means, K = ``num_clusters``): ``cluster/dominance`` (largest cluster share), ``cluster/entropy`` (of the
+cluster sizes, bits) and ``cluster/separation`` (mean distance between centroids). At test: the same three on the
+test embeddings (``cluster_dominance``, ...) and a logistic-regression linear probe on frozen ``h``
+(``probe_accuracy``, ``probe_f1``, ``probe_auc``).
+
+The training partition uses this module's own :func:`kmeans` (pure torch, float64, seeded k-means++), whose result
+depends only on the gathered data and the seed, not on thread counts or the number of processes. An online linear classifier on the
 detached ``h`` provides ``logits`` so the prediction-fairness metrics are reported as for every method; it does not
 influence the representation.
 """
