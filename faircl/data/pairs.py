@@ -805,9 +805,17 @@ class CounterfactualTuples(FairDataModule):
         """All polarity-checked tuples (report in ``self.polarity_report``)."""
         lex = self.lexicon()
         if self.source == "file":
-            versions = (*(self.groups_arg or lex.groups), NEUTRAL)
-            raw = read_tuple_file(self._resolve(self.tuple_file)[0], versions)
-            kept, report, _ = polarity_check(raw, lex)
+            groups = tuple(self.groups_arg or lex.groups)
+            raw = read_tuple_file(self._resolve(self.tuple_file)[0], (*groups, NEUTRAL))
+            if groups == lex.groups:
+                kept, report, _ = polarity_check(raw, lex)
+            elif self.polarity_filter:
+                raise ValueError(f"groups {list(groups)} differ from the word lists' groups {list(lex.groups)}: the "
+                                 "polarity check needs word lists for those groups; pass polarity_filter=False to "
+                                 "use the tuples unchecked")
+            else:
+                kept, report = raw, PolarityReport(versions=(*groups, NEUTRAL), total=len(raw), kept=len(raw),
+                                                   version_correct=[len(raw)] * (len(groups) + 1))
             tuples = kept if self.polarity_filter else raw
         elif self.source == "cda":
             cda = CDA(lex, neutral_name=self.neutral_name)

@@ -209,6 +209,21 @@ def test_datamodule_tuple_file_drops_failures(tmp_path):
     assert sum(len(s) for s in dm.splits.values()) == 3
 
 
+def test_datamodule_tuple_file_other_groups(tmp_path):
+    rows = [(f"The church {i}.", f"The mosque {i}.", f"The synagogue {i}.", f"The house of worship {i}.")
+            for i in range(6)]
+    versions = ("christian", "muslim", "jewish", "neutral")
+    path = write_tuple_file(tmp_path / "r.jsonl", rows, versions)
+    kw = dict(source="file", tuple_file=str(path), groups=list(versions[:3]), word_lists="builtin", keep_words=None,
+              val_fraction=0.34, test_fraction=0.34, batch_size=2)
+    with pytest.raises(ValueError, match="polarity_filter=False"):
+        CounterfactualTuples(**kw).setup("fit")
+    dm = CounterfactualTuples(polarity_filter=False, **kw)
+    dm.setup("fit")
+    assert dm.num_groups == 3 and dm.versions == versions
+    assert len(next(iter(dm.train_dataloader()))["x"]) == 4
+
+
 def test_datamodule_errors(tmp_path):
     with pytest.raises(ValueError, match="needs texts"):
         CounterfactualTuples()
