@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--quick", action="store_true", help="smoke run: 1 seed, 1 epoch, small subsets")
     p.add_argument("--data-dir", default=os.environ.get("FAIRCL_DATA", str(REPO.parent / "shared" / "data")))
     p.add_argument("--out", default=None, help="markdown output (default benchmarks/results/vision_fairness.md; "
-                                               "--quick writes vision_fairness_quick.md)")
+                                               "--quick writes into the temp folder)")
     p.add_argument("--skip", nargs="*", default=[], choices=["dml", "ssl", "utkface", "digits"])
     p.add_argument("--render", default=None, metavar="JSON",
                    help="only re-render the markdown from the raw results a previous run saved (no training)")
@@ -290,7 +290,14 @@ def main(argv: list[str] | None = None) -> None:
         return
     torch.set_num_threads(1)  # the shared 2-core machine: several threads per process only contend
     cfg = settings(args.quick)
-    out = Path(args.out) if args.out else RESULTS / ("vision_fairness_quick.md" if args.quick else "vision_fairness.md")
+    if args.out:
+        out = Path(args.out)
+    elif args.quick:  # a smoke run never overwrites the recorded results
+        import tempfile
+
+        out = Path(tempfile.gettempdir()) / "faircl_vision_fairness_quick" / "vision_fairness.md"
+    else:
+        out = RESULTS / "vision_fairness.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     utk_dir = Path(args.data_dir) / "utkface_subset"
     datasets = []
@@ -379,8 +386,9 @@ def write_report(out: Path, cfg: dict, dml: dict, ssl: dict, total: float, quick
         md += ["## PARADE vs margin + distance-weighted DML (finDML)", ""]
         for dataset, results in dml.items():
             md += [f"### {TITLES[dataset]}", "", _table(results, _dml_rows(GROUPS[dataset])), ""]
-        _plot(dml, GROUPS, RESULTS / "vision_fairness_recall.png")
-        md += ["![per-group Recall@1](vision_fairness_recall.png)", ""]
+        plot = out.with_name(out.stem + "_recall.png")
+        _plot(dml, GROUPS, plot)
+        md += [f"![per-group Recall@1]({plot.name})", ""]
     if ssl:
         md += ["## FairSamplingSimCLR vs SimCLR", ""]
         for dataset, results in ssl.items():
