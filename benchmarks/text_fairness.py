@@ -382,6 +382,10 @@ def main(argv: list[str] | None = None) -> None:
     md += lines
     md.append("\n## Do the papers' claims hold here?\n")
     md += verdicts(hate_means, sweep, bios_means)
+    overhead = out.parent / "overhead.md"
+    if overhead.is_file():  # figures of benchmarks/overhead.py (run separately)
+        md.append("\n## Training overhead (from `benchmarks/overhead.py`)\n")
+        md += [line for line in overhead.read_text().splitlines()[1:] if line.strip()]
     out.write_text("\n".join(md) + "\n")
     log(f"wrote {out} and {png} in {total / 60:.1f} min")
 

@@ -24,6 +24,9 @@ class ConFair(FairModule):
     only (``contrastive_epochs`` epochs), then stage ``classifier`` freezes it and trains the classifier with
     cross-entropy (a logistic regression with the default linear classifier).
 
+    Under DDP, stages leave some parameters without gradients (the heads of the other stage, the frozen
+    encoder): use ``--trainer.strategy ddp_find_unused_parameters_true``.
+
     Args:
         alpha: α, weight of ``L_ce``.
         beta: β, weight of ``L_scl − L_fcl``.

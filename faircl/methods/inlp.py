@@ -113,6 +113,9 @@ class INLP(FairModule):
     epochs. ``P`` is a registered buffer (saved in checkpoints) applied in ``forward``; ``h`` in the outputs is the
     projected representation (what the classifier sees).
 
+    Under DDP, stages leave some parameters without gradients (the heads of the other stage, the frozen
+    encoder): use ``--trainer.strategy ddp_find_unused_parameters_true``.
+
     Args:
         n_clf: number of INLP rounds N_clf (Chi grids: 20–400).
         per_class: fit the probes within each task class (the equalized-odds variant).

@@ -55,6 +55,9 @@ class TwoStageCL(FairModule):
     ``forward`` returns ``h`` (encoder output), ``z`` (L2-normalised projection used by the losses) and ``logits``
     (the stage-2 classifier; untrained during stage 1).
 
+    Under DDP, stages leave some parameters without gradients (the heads of the other stage, the frozen
+    encoder): use ``--trainer.strategy ddp_find_unused_parameters_true``.
+
     Args:
         lam: λ, weight of ``L_CS-InfoNCE`` (paper grid 0–10; ``0`` is plain SupCon pre-training).
         temperature: τ of ``L_sup`` (paper grid 0.1–2).
