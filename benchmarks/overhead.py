@@ -116,7 +116,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         args.rounds, args.batches, args.no_vision = 2, 5, True
     rows = text_overhead(args.rounds, args.batches)
     md = ["# Training overhead relative to cross-entropy\n",
-          f"Regenerate: `python benchmarks/overhead.py{' --quick' if args.quick else ''}`. All methods measured "
+          f"Regenerate: `python benchmarks/overhead.py{''.join(' ' + a for a in (argv or sys.argv[1:]))}`. All methods "
+          "measured "
           "side by side in one process on the same encoder and data.\n"]
     md += text_markdown(rows, args.rounds, args.batches)
     for line in md[2:]:
