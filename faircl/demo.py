@@ -25,13 +25,13 @@ def demo_runs() -> dict[str, tuple[type, dict]]:
         from faircl.methods import ConFair
     except AttributeError:  # the mitigation method is not part of this build
         return runs
-    runs["ConFair"] = (ConFair, {"lam": 1.0, "temperature": 0.1})
+    runs["ConFair"] = (ConFair, {"lam": 1.0, "temperature": 0.01})
     return runs
 
 
 def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--epochs", type=int, default=15)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="runs/demo", help="where report.json / report.md are written")
     args = parser.parse_args(argv)
