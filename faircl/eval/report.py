@@ -11,13 +11,19 @@ from typing import Any
 import torch
 
 #: Metrics where lower is better (gaps, leakage); shown with a down arrow.
-LOWER_IS_BETTER = ("gap", "leakage", "difference", "cced", "dominance")
+LOWER_IS_BETTER = ("gap", "leakage", "difference", "cced", "dominance", "deviation", "effect_size", "n_unknown")
 
 _ORDER = ("accuracy", "f1", "worst_group_accuracy", "eo_gap", "tpr_gap_rms", "fpr_gap_rms", "dp_gap",
           "equalized_odds_difference", "leakage_h", "leakage_yhat")
 
 
+#: Metrics that are fair at a midpoint (0.5 ratio, 50 stereotype score); shown with "≈".
+TARGET_IS_MIDPOINT = ("stereo_score", "_ss", "male_ratio")
+
+
 def _arrow(name: str) -> str:
+    if any(t in name for t in TARGET_IS_MIDPOINT):
+        return "≈"
     return "↓" if any(t in name for t in LOWER_IS_BETTER) else "↑"
 
 
