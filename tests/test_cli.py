@@ -69,3 +69,19 @@ def test_print_config(capsys):
     assert exc.value.code == 0
     out = capsys.readouterr().out
     assert "class_path: faircl.methods.CE" in out and "class_path: faircl.data.SynthBios" in out
+
+
+def test_config_naming_a_missing_column_fails_clearly(in_tmp):
+    from faircl.data import DataError
+
+    rows = ["text,label,gender"] + [f"sentence number {i},{i % 2},{'MF'[i % 3 == 0]}" for i in range(40)]
+    (in_tmp / "data.csv").write_text("\n".join(rows) + "\n")
+    cfg = in_tmp / "cfg.yaml"
+    cfg.write_text(
+        "model:\n  class_path: CE\n  init_args: {encoder: bow}\n"
+        "data:\n  class_path: TextCSV\n  init_args:\n"
+        f"    data_dir: {in_tmp}\n    files: data.csv\n    text_column: text\n    label_column: label\n"
+        "    attribute_columns: race\n"
+    )
+    with pytest.raises(DataError, match=r"data.csv.*column 'race'.*column missing"):
+        main(["fit", "--config", str(cfg), "--trainer.fast_dev_run=true"])
