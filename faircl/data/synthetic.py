@@ -155,7 +155,9 @@ class SynthBios(FairDataModule):
         representation: ``tokens`` (integer ids from a word vocabulary built on train, for ``bow``/``tokens``
             encoders) or ``text`` (raw strings, for Hugging Face encoders that tokenize).
         max_len: ids per bio with ``representation="tokens"``.
-        eda_p: per-word probability of each EDA edit (swap / delete) making the second view when ``two_views=True``.
+        eda_p: rate of each EDA edit (:class:`faircl.data.augment.EDA`: swap, deletion, and with ``eda_synonyms``
+            synonym replacement / insertion from the offline WordNet) making the views when ``two_views=True``.
+        eda_synonyms: include the WordNet synonym operations (they need the ``text`` extra).
     """
 
     def __init__(
@@ -169,9 +171,11 @@ class SynthBios(FairDataModule):
         representation: str = "tokens",
         max_len: int = 48,
         eda_p: float = 0.1,
+        eda_synonyms: bool = True,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
+        self.eda_synonyms = eda_synonyms
         if representation not in ("tokens", "text"):
             raise ValueError(f"representation={representation!r} must be 'tokens' or 'text'")
         self.sizes = _split_sizes(n_train, n_val, n_test)
@@ -224,23 +228,9 @@ class SynthBios(FairDataModule):
         return len(self.vocab) if self.representation == "tokens" else 0
 
     def view_transform(self) -> Callable:
-        return _WordDropSwap(self.eda_p, self.seed)
+        from faircl.data.text import make_eda
 
-
-class _WordDropSwap:
-    """Light EDA (random deletion + random swap) used for SynthBios' second view; picklable."""
-
-    def __init__(self, p: float, seed: int) -> None:
-        self.p = p
-        self.rng = np.random.default_rng(seed)
-
-    def __call__(self, text: str) -> str:
-        w = text.split()
-        w = [t for t in w if self.rng.random() >= self.p] or w[:1]
-        for _ in range(max(1, int(self.p * len(w)))):
-            i, j = self.rng.integers(len(w), size=2)
-            w[i], w[j] = w[j], w[i]
-        return " ".join(w)
+        return make_eda(self.eda_p, self.seed, synonyms=self.eda_synonyms)
 
 
 # --------------------------------------------------------------------------------------------------- ColoredDigits
