@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._common import all_triplets, check_embeddings, check_labels, full_precision, pairwise_distances
+from ._common import all_triplets, check_embeddings, check_labels, full_precision, pair_masks, pairwise_distances
 
 Triplets = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
@@ -168,14 +168,11 @@ def contrastive_pair_loss(
     """
     check_embeddings(z)
     labels = check_labels(labels, z.shape[0], "labels")
-    known = labels >= 0
-    both = known[:, None] & known[None, :]
-    same = labels[:, None] == labels[None, :]
-    eye = torch.eye(z.shape[0], dtype=torch.bool, device=z.device)
+    pos_mask, neg_mask = pair_masks(labels)
     with full_precision(z.device.type):
         d = pairwise_distances(z, normalize)
-        pos = torch.where(both & same & ~eye, F.relu(d - pos_margin), 0.0)
-        neg = torch.where(both & ~same, F.relu(neg_margin - d), 0.0)
+        pos = torch.where(pos_mask, F.relu(d - pos_margin), 0.0)
+        neg = torch.where(neg_mask, F.relu(neg_margin - d), 0.0)
 
     def mean_nonzero(x: torch.Tensor) -> torch.Tensor:
         return x.sum() / (x > 0).sum().clamp(min=1).to(x.dtype)
@@ -199,17 +196,14 @@ def multi_similarity_loss(
     """
     check_embeddings(z)
     labels = check_labels(labels, z.shape[0], "labels")
-    known = labels >= 0
-    both = known[:, None] & known[None, :]
-    same = labels[:, None] == labels[None, :]
-    eye = torch.eye(z.shape[0], dtype=torch.bool, device=z.device)
+    pos_mask, neg_mask = pair_masks(labels)
     with full_precision(z.device.type):
         zf = z.to(torch.promote_types(z.dtype, torch.float32))
         if normalize:
             zf = F.normalize(zf, dim=1)
         s = zf @ zf.T
         zero_col = s.new_zeros(s.shape[0], 1)  # the "1 +" inside each log, as exp(0)
-        pos_logits = torch.cat([zero_col, (-alpha * (s - base)).masked_fill(~(both & same & ~eye), float("-inf"))], 1)
-        neg_logits = torch.cat([zero_col, (beta * (s - base)).masked_fill(~(both & ~same), float("-inf"))], 1)
+        pos_logits = torch.cat([zero_col, (-alpha * (s - base)).masked_fill(~pos_mask, float("-inf"))], 1)
+        neg_logits = torch.cat([zero_col, (beta * (s - base)).masked_fill(~neg_mask, float("-inf"))], 1)
         per_anchor = torch.logsumexp(pos_logits, 1) / alpha + torch.logsumexp(neg_logits, 1) / beta
     return per_anchor.mean()

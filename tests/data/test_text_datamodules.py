@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 
+from faircl.testing import make_tiny_bert
 from faircl.data import DataError
 from faircl.data.feature_cache import FeatureCache, default_cache_dir
 from faircl.data.text import (
@@ -25,24 +26,6 @@ from faircl.data.text import (
     TextCSV,
     stratified_split,
 )
-
-WORDS = ["the", "a", "nurse", "surgeon", "he", "she", "is", "was", "kind", "cares", "for", "patients", "operates"]
-
-
-def make_tiny_bert(path, hidden: int = 16) -> str:
-    """A randomly initialised 2-layer BERT and a WordPiece tokenizer over a tiny vocabulary, saved to ``path``."""
-    from transformers import BertConfig, BertModel, BertTokenizerFast
-
-    path.mkdir(parents=True, exist_ok=True)
-    vocab = path / "vocab.txt"
-    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
-    BertTokenizerFast(vocab_file=str(vocab), do_lower_case=True).save_pretrained(str(path))
-    torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=len(WORDS) + 5, hidden_size=hidden, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=32, max_position_embeddings=64)
-    BertModel(cfg).save_pretrained(str(path))
-    return str(path)
-
 
 @pytest.fixture(scope="module")
 def tiny_bert(tmp_path_factory) -> str:

@@ -5,27 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from faircl.testing import make_tiny_bert
 from faircl.models import available_encoders, build_encoder
 from faircl.models.encoders import HFTextEncoder, TokenEncoder, pool_hidden, resolve_text_model_dir
-
-WORDS = ["the", "a", "nurse", "surgeon", "he", "she", "is", "was", "kind", "cares", "for", "patients", "operates"]
-
-
-def make_tiny_bert(path, hidden: int = 16) -> str:
-    """A randomly initialised 2-layer BERT and a WordPiece tokenizer over a tiny vocabulary, saved to ``path``."""
-    from transformers import BertConfig, BertModel, BertTokenizerFast
-
-    path.mkdir(parents=True, exist_ok=True)
-    vocab = path / "vocab.txt"
-    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
-    tok = BertTokenizerFast(vocab_file=str(vocab), do_lower_case=True)
-    tok.save_pretrained(str(path))
-    torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=len(WORDS) + 5, hidden_size=hidden, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=32, max_position_embeddings=64)
-    BertModel(cfg).save_pretrained(str(path))
-    return str(path)
-
 
 @pytest.fixture(scope="module")
 def tiny_bert(tmp_path_factory) -> str:
