@@ -34,9 +34,15 @@ class GroupFairness(Metric):
         num_classes: number of task classes C (>= 2).
         num_groups: number of protected groups G (>= 1).
         smoothing: fairlib's additive count smoothing for the ``*_gap_rms`` entries (0 = exact; 1e-5 = fairlib).
-        validate_args: check shapes, id ranges and NaN scores in ``update`` (default). ``False`` skips the range and
-            NaN checks (two passes over the ids) for trusted inputs; out-of-range ids then give wrong counts.
+        validate_args: check id ranges and NaN scores in ``update`` (default; shapes and dtypes are always checked).
+            ``False`` skips the ``preds`` / ``target`` range checks and the NaN check for trusted inputs;
+            out-of-range ``preds`` / ``target`` ids then give wrong counts or an error (``groups`` is always checked).
         **kwargs: forwarded to :class:`torchmetrics.Metric`.
+
+    Cost: ``update`` reads the three id tensors once, in cache-sized blocks (see
+    :func:`faircl.metrics.functional.confusion_counts`); ``compute`` works on the ``[G + 1, C, C]`` counts only
+    (:func:`faircl.metrics.functional.fairness_summary`). ``benchmarks/metrics.py`` measures both against a bare
+    ``torch.bincount`` of precomputed codes.
     """
 
     is_differentiable = False
@@ -58,7 +64,6 @@ class GroupFairness(Metric):
         self.num_groups = num_groups
         self.smoothing = smoothing
         self.validate_args = validate_args
-        self._code_buffer: Tensor | None = None  # scratch space for the codes, reused across same-size batches
         self.add_state("confmat", default=torch.zeros(num_groups + 1, num_classes, num_classes, dtype=torch.long),
                        dist_reduce_fx="sum")
 
@@ -70,37 +75,9 @@ class GroupFairness(Metric):
             target: true class ids ``[N]``.
             groups: group ids ``[N]``; ``-1`` = unknown.
         """
-        p, t, g = F.check_inputs(preds, target, groups, self.num_classes, self.num_groups,
-                                 check_values=self.validate_args, check_groups=False)
-        device = self.confmat.device
-        p, t, g = p.to(device), t.to(device), g.to(device)
-        buf = self._code_buffer
-        if buf is None or buf.numel() != p.numel() or buf.device != device:
-            buf = self._code_buffer = torch.empty(p.numel(), dtype=torch.long, device=device)
-        self.confmat += F.confusion_counts(p, t, g, self.num_classes, self.num_groups, out=buf,
-                                           check_groups=self.validate_args)
+        F.confusion_counts(preds, target, groups, self.num_classes, self.num_groups, out=self.confmat,
+                           check_values=self.validate_args)
 
     def compute(self) -> dict[str, Tensor]:
         """The metrics of all rows seen (see the class docstring)."""
-        cm_all = self.confmat
-        cm = cm_all[: self.num_groups]
-        r_g, r_all = F.group_rates(cm), F.group_rates(cm.sum(0))
-        if self.smoothing:
-            s_g, s_all = F.group_rates(cm, self.smoothing), F.group_rates(cm.sum(0), self.smoothing)
-        else:
-            s_g, s_all = r_g, r_all
-        out = {
-            "accuracy": F.accuracy_from_confusion(cm_all),
-            "f1": F.f1_from_confusion(cm_all),
-            "eo_gap": F.eo_gap_from_rates(r_g, r_all),
-            "tpr_gap_rms": F.rate_gap_rms_from_rates(s_g, s_all, "tpr"),
-            "fpr_gap_rms": F.rate_gap_rms_from_rates(s_g, s_all, "fpr"),
-            "ppr_gap_rms": F.rate_gap_rms_from_rates(s_g, s_all, "ppr"),
-            "dp_gap": F.demographic_parity_gap_from_rates(r_g),
-            "worst_group_accuracy": F.worst_group_accuracy_from_confusion(cm),
-            "group_accuracy": F.group_accuracy_from_confusion(cm),
-            "n_unknown_group": cm_all[self.num_groups].sum(),
-        }
-        if self.num_classes == 2:
-            out["equalized_odds_difference"] = F.equalized_odds_difference_from_rates(r_g)
-        return out
+        return F.fairness_summary(self.confmat, self.smoothing)

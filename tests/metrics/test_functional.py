@@ -132,6 +132,80 @@ def test_autocast_logits_give_fp32_counts(make_data):
     assert torch.equal(F.group_confusion(logits, t, g, 3, 2), F.group_confusion(logits.float(), t, g, 3, 2))
 
 
+def literal_counts(p, t, g, num_classes, num_groups) -> np.ndarray:
+    """Counts ``[G + 1, C, C]`` by a loop over the rows (unknown group in the last slot)."""
+    out = np.zeros((num_groups + 1, num_classes, num_classes), dtype=np.int64)
+    for pi, ti, gi in zip(np.asarray(p).tolist(), np.asarray(t).tolist(), np.asarray(g).tolist()):
+        out[num_groups if gi == -1 else gi, ti, pi] += 1
+    return out
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 7, 64, 10_000])
+@pytest.mark.parametrize("scores", [False, True])
+def test_blockwise_counting_matches_a_row_loop(make_data, chunk_rows, scores):
+    p, t, g = make_data(301, 6, 3, seed=chunk_rows, scores=scores)
+    ids = p.argmax(1) if scores else p
+    cm = F.confusion_counts(p, t, g, 6, 3, chunk_rows=chunk_rows)
+    np.testing.assert_array_equal(cm.numpy(), literal_counts(ids, t, g, 6, 3))
+    # accumulating into ``out`` adds to what is there
+    out = torch.ones(4, 6, 6, dtype=torch.long)
+    assert F.confusion_counts(p, t, g, 6, 3, out=out, chunk_rows=chunk_rows) is out
+    np.testing.assert_array_equal(out.numpy(), literal_counts(ids, t, g, 6, 3) + 1)
+
+
+def test_counting_accepts_other_int_dtypes_and_strided_views(make_data):
+    p, t, g = make_data(400, 3, 4, seed=5)
+    ref = literal_counts(p[::2], t[::2], g[::2], 3, 4)
+    cm = F.confusion_counts(p.int()[::2], t.short()[::2], g.to(torch.int8)[::2], 3, 4, chunk_rows=17)
+    np.testing.assert_array_equal(cm.numpy(), ref)
+
+
+def test_bad_value_in_a_later_block_names_its_row():
+    n = 40
+    p, t, g = torch.zeros(n, dtype=torch.long), torch.ones(n, dtype=torch.long), torch.zeros(n, dtype=torch.long)
+    for name, value in (("preds", 2), ("preds", -1), ("target", 5), ("groups", 3), ("groups", -2)):
+        args = {"preds": p.clone(), "target": t.clone(), "groups": g.clone()}
+        args[name][29] = value
+        with pytest.raises(ValueError, match=rf"{name} contains {value} at row 29"):
+            F.confusion_counts(args["preds"], args["target"], args["groups"], 2, 3, chunk_rows=8)
+    scores = torch.randn(n, 2)
+    scores[33, 1] = float("nan")
+    with pytest.raises(ValueError, match=r"preds contains NaN scores at row 33"):
+        F.confusion_counts(scores, t, g, 2, 3, chunk_rows=8)
+    # without value checks an out-of-range group still raises on CPU (the counting checks its bounds)
+    bad = g.clone()
+    bad[29] = 3
+    with pytest.raises(ValueError, match=r"groups contains 3 at row 29"):
+        F.confusion_counts(p, t, bad, 2, 3, check_values=False, chunk_rows=8)
+    with pytest.raises(ValueError, match=r"out must be an int64 tensor of shape \[4, 2, 2\]"):
+        F.confusion_counts(p, t, g, 2, 3, out=torch.zeros(3, 2, 2, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"chunk_rows must be >= 1"):
+        F.confusion_counts(p, t, g, 2, 3, chunk_rows=0)
+    with pytest.raises(ValueError, match=r"target must hold integer ids, got dtype torch.bool"):
+        F.confusion_counts(p, t.bool(), g, 2, 3)
+
+
+def test_fairness_summary_matches_the_single_statistics(make_data):
+    for num_classes in (2, 6):
+        p, t, g = make_data(700, num_classes, 3, seed=num_classes)
+        counts = F.confusion_counts(p, t, g, num_classes, 3)
+        s = F.fairness_summary(counts)
+        cm = counts[:3]
+        assert s["accuracy"].item() == F.accuracy_from_confusion(counts).item()
+        assert s["f1"].item() == F.f1_from_confusion(counts).item()
+        assert s["eo_gap"].item() == F.eo_gap_from_confusion(cm).item()
+        for rate in ("tpr", "fpr", "ppr"):
+            assert s[f"{rate}_gap_rms"].item() == F.rate_gap_rms_from_confusion(cm, rate).item()
+        assert s["dp_gap"].item() == F.demographic_parity_gap_from_confusion(cm).item()
+        assert s["worst_group_accuracy"].item() == F.worst_group_accuracy_from_confusion(cm).item()
+        torch.testing.assert_close(s["group_accuracy"], F.group_accuracy_from_confusion(cm))
+        assert s["n_unknown_group"].item() == int((g == -1).sum())
+        assert ("equalized_odds_difference" in s) == (num_classes == 2)
+        assert all(v.dtype == torch.float64 for k, v in s.items() if k != "n_unknown_group")
+    with pytest.raises(ValueError, match="rate must be"):
+        F.rate_gap_rms_from_confusion(cm, "acc")
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # rates and gaps against fairlearn / sklearn
 # ---------------------------------------------------------------------------------------------------------------
