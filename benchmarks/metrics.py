@@ -2,12 +2,13 @@
 
 1. ``GroupFairness`` update + compute on 1,000,000 predictions (4 groups, 2 classes) vs a bare ``torch.bincount``
    of the same (group, target, prediction) codes (target: <= 3x), next to the minimal work that reads the three id
-   tensors (build the codes, then bincount), torchmetrics' ``BinaryGroupStatRates`` and fairlearn's ``MetricFrame``
-   on the same data.
+   tensors (build the codes, then bincount), its update alone, without value checks, with unknown groups, from
+   fp32 / bf16 scores, and torchmetrics' ``BinaryGroupStatRates`` and fairlearn's ``MetricFrame`` on the same data.
 2. ``GroupRecallAtK`` (k = 1, all groups) at N = 20,000, d = 128 vs a chunked matmul + argmax with the same chunks
    (target: <= 1.3x).
 
-Timings are medians of interleaved repeats (A, B, A, B, ...) so that load on the machine hits both sides alike.
+Contenders run in turn within each repeat (A, B, A, B, ...); a ratio is the median over repeats of the time divided
+by the floor's time in the same repeat (with its interquartile range), so load on the machine hits both sides alike.
 Run: ``.venv/bin/python benchmarks/metrics.py [--quick]``.
 """
 
@@ -23,25 +24,41 @@ import torch
 from faircl.metrics import GroupFairness, GroupRecallAtK
 
 
-def interleaved(fns: dict, repeats: int) -> dict[str, float]:
+def interleaved(fns: dict, repeats: int) -> dict[str, list[float]]:
+    """Times of every contender, run in turn within each repeat (A, B, C, A, B, C, ...) after one warm-up call."""
     times = {name: [] for name in fns}
-    for name, fn in fns.items():  # warm-up
+    for fn in fns.values():  # warm-up
         fn()
     for _ in range(repeats):
         for name, fn in fns.items():
             t0 = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - t0)
-    return {name: statistics.median(v) for name, v in times.items()}
+    return times
 
 
-def bench_group_fairness(n: int, repeats: int, with_fairlearn: bool) -> list[tuple[str, float]]:
+def summarise(times: dict[str, list[float]], floor: str) -> list[tuple[str, float, float, float, float]]:
+    """``(name, median time, median ratio, 25th, 75th percentile ratio)``; a ratio divides each repeat's time by the
+    floor's time in the same repeat, so a slow phase of the machine hits both sides of it."""
+    rows = []
+    for name, ts in times.items():
+        ratios = sorted(t / f for t, f in zip(ts, times[floor])) if len(ts) == len(times[floor]) else [
+            statistics.median(ts) / statistics.median(times[floor])]
+        q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+        rows.append((name, statistics.median(ts), statistics.median(ratios), q[0], q[-1]))
+    return rows
+
+
+def bench_group_fairness(n: int, repeats: int, with_fairlearn: bool):
     gen = torch.Generator().manual_seed(0)
     num_groups, num_classes = 4, 2
     groups = torch.randint(num_groups, (n,), generator=gen)
     target = torch.randint(num_classes, (n,), generator=gen)
     preds = torch.randint(num_classes, (n,), generator=gen)
     scores = torch.randn(n, num_classes, generator=gen)
+    scores_bf16 = scores.bfloat16()
+    groups_unknown = groups.clone()
+    groups_unknown[torch.rand(n, generator=gen) < 0.1] = -1
     codes = (groups * num_classes + target) * num_classes + preds
     size = num_groups * num_classes * num_classes
 
@@ -51,10 +68,10 @@ def bench_group_fairness(n: int, repeats: int, with_fairlearn: bool) -> list[tup
     checked = GroupFairness(num_classes, num_groups)
     trusted = GroupFairness(num_classes, num_groups, validate_args=False)
 
-    def run(metric, p):
+    def run(metric, p, g=groups, compute=True):
         metric.reset()
-        metric.update(p, target, groups)
-        return metric.compute()
+        metric.update(p, target, g)
+        return metric.compute() if compute else None
 
     def codes_and_bincount():
         code = torch.add(preds, target, alpha=num_classes)
@@ -64,8 +81,11 @@ def bench_group_fairness(n: int, repeats: int, with_fairlearn: bool) -> list[tup
     fns = {"bincount floor": floor,
            "codes from the three id tensors + bincount": codes_and_bincount,
            "GroupFairness (class ids)": lambda: run(checked, preds),
+           "  of which update": lambda: run(checked, preds, compute=False),
            "GroupFairness (class ids, validate_args=False)": lambda: run(trusted, preds),
-           "GroupFairness ([N, 2] fp32 scores)": lambda: run(checked, scores)}
+           "GroupFairness (class ids, 10% unknown groups)": lambda: run(checked, preds, groups_unknown),
+           "GroupFairness ([N, 2] fp32 scores)": lambda: run(checked, scores),
+           "GroupFairness ([N, 2] bf16 scores)": lambda: run(checked, scores_bf16)}
     try:
         from torchmetrics.classification import BinaryGroupStatRates
 
@@ -77,7 +97,7 @@ def bench_group_fairness(n: int, repeats: int, with_fairlearn: bool) -> list[tup
         fns["torchmetrics BinaryGroupStatRates"] = tm
     except ImportError:
         pass
-    res = interleaved(fns, repeats)
+    times = interleaved(fns, repeats)
     if with_fairlearn:
         from fairlearn.metrics import MetricFrame, false_positive_rate, selection_rate, true_positive_rate
         from sklearn.metrics import accuracy_score
@@ -91,9 +111,8 @@ def bench_group_fairness(n: int, repeats: int, with_fairlearn: bool) -> list[tup
                                             "sel": selection_rate, "acc": accuracy_score},
                                    y_true=y, y_pred=p, sensitive_features=a).by_group
 
-        res["fairlearn MetricFrame (tpr, fpr, selection, accuracy)"] = interleaved({"f": fl}, 1)["f"]
-    base = res["bincount floor"]
-    return [(name, t, t / base) for name, t in res.items()]
+        times["fairlearn MetricFrame (tpr, fpr, selection, accuracy)"] = interleaved({"f": fl}, 1)["f"]
+    return summarise(times, "bincount floor")
 
 
 def bench_recall(n: int, d: int, repeats: int) -> list[tuple[str, float]]:
@@ -120,10 +139,9 @@ def bench_recall(n: int, d: int, repeats: int) -> list[tuple[str, float]]:
         m.update(x, labels, groups)
         return m.compute()
 
-    res = interleaved({"chunked matmul + argmax floor": floor, "GroupRecallAtK (euclidean)": ours,
-                       "GroupRecallAtK (cosine)": ours_cos}, repeats)
-    base = res["chunked matmul + argmax floor"]
-    return [(name, t, t / base) for name, t in res.items()]
+    times = interleaved({"chunked matmul + argmax floor": floor, "GroupRecallAtK (euclidean)": ours,
+                         "GroupRecallAtK (cosine)": ours_cos}, repeats)
+    return summarise(times, "chunked matmul + argmax floor")
 
 
 def main() -> None:
@@ -134,14 +152,19 @@ def main() -> None:
                         help="torch intra-op threads for every contender (default 1: stable on a shared machine)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    n_pred, n_emb, reps = (100_000, 4_000, 5) if args.quick else (1_000_000, 20_000, 31)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    n_pred, n_emb, reps = (100_000, 4_000, 5) if args.quick else (1_000_000, 20_000, 41)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; ratio = median over repeats of "
+          "(time / floor time in the same repeat), [25th, 75th percentile]")
     print(f"\nGroupFairness update + compute, N = {n_pred:,}, 4 groups, 2 classes (target <= 3x the floor)")
-    for name, t, ratio in bench_group_fairness(n_pred, reps, not args.no_fairlearn):
-        print(f"  {name:<55s} {t * 1e3:10.2f} ms  {ratio:8.2f}x")
+    for row in bench_group_fairness(n_pred, reps, not args.no_fairlearn):
+        print_row(*row)
     print(f"\nGroupRecallAtK k=1, all groups, N = {n_emb:,}, d = 128 (target <= 1.3x the floor)")
-    for name, t, ratio in bench_recall(n_emb, 128, 3 if args.quick else 5):
-        print(f"  {name:<55s} {t * 1e3:10.2f} ms  {ratio:8.2f}x")
+    for row in bench_recall(n_emb, 128, 3 if args.quick else 5):
+        print_row(*row)
+
+
+def print_row(name: str, t: float, ratio: float, lo: float, hi: float) -> None:
+    print(f"  {name:<52s} {t * 1e3:10.2f} ms  {ratio:8.2f}x  [{lo:.2f}, {hi:.2f}]")
 
 
 if __name__ == "__main__":

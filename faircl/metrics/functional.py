@@ -24,19 +24,18 @@ rows and the groups as ``0..len(set(a))−1``; here the overall rates are over t
 groups are the fixed ``0..num_groups−1`` slots (identical when no group is unknown or absent).
 
 Speed. :func:`confusion_counts` reads the three id tensors once, in blocks of :data:`CHUNK_ROWS` rows: the first
-pass over a block builds the code ``ŷ + C·y + C²·g`` (reading the ids from memory), the range checks (one
-``aminmax`` per id tensor) then re-read the block from cache, and one ``scatter_add_`` counts it. A block without
-unknown groups is counted straight into place; one with ``g = −1`` is shifted by ``C²`` and counted in a scratch
-tensor folded in at the end. Two-class scores take one comparison instead of an argmax reduction. The maths on the
-(tiny) count tensors runs in numpy float64, with no chain of small torch kernels. ``benchmarks/metrics.py`` measures
-all of it against a bare ``torch.bincount``.
+pass over a block builds the code ``ŷ + C·y + C²·g`` (reading the ids from memory), the range checks (``aminmax``)
+then re-read the block from cache, and one ``scatter_add_`` counts it. On CPU that scatter checks its indices, which
+validates the group ids for free; a block with an unknown group (``g = −1``) is shifted by ``C²`` and counted in a
+scratch tensor folded in at the end. Two-class scores take one comparison instead of an argmax reduction. The maths
+on the (tiny) count tensors runs in plain Python floats. ``benchmarks/metrics.py`` measures it all against a bare
+``torch.bincount``.
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 from torch import Tensor
 
@@ -228,8 +227,12 @@ def confusion_counts(preds: Tensor, target: Tensor, groups: Tensor, num_classes:
     rows = min(n, chunk_rows)
     code = torch.empty(rows, dtype=torch.long, device=device)
     ones = torch.ones(rows, dtype=torch.long, device=device)
-    flat = counts.view(-1)         # code ŷ + C·y + C²·g of a known group lands in place; unknown slot last
+    known = counts[:-1].view(-1)   # the code ŷ + C·y + C²·g of a known group indexes this directly
     shifted = None                 # blocks with an unknown group: code + C², unknown slot first, folded at the end
+    # On CPU, scatter_add_ checks every index and raises before a count lands out of bounds, so a scatter into the
+    # known-group counts validates the group ids for free; a block whose scatter fails (an unknown group, or a bad
+    # id) is restored and recounted with its group bounds taken, as on other devices and for the rest of the call.
+    group_bounds_needed = device.type != "cpu"
     for lo in range(0, n, rows):
         m = min(rows, n - lo)
         t, g = _long_block(target, lo, m, device), _long_block(groups, lo, m, device)
@@ -238,12 +241,23 @@ def confusion_counts(preds: Tensor, target: Tensor, groups: Tensor, num_classes:
         k, one = (code, ones) if m == rows else (code[:m], ones[:m])
         # the first pass reads the three id blocks from memory; the checks then re-read them from cache
         torch.add(p, t, alpha=c, out=k).add_(g, alpha=cc)
-        checked = (g,) if not check_values else (g, t) if scores else (g, t, p)
-        bounds = torch.stack([b for x in checked for b in torch.aminmax(x)]).tolist()
-        if not (-1 <= bounds[0] and bounds[1] < num_groups and all(0 <= b < c for b in bounds[2:])):
+        if check_values:
+            bounds = torch.stack([*torch.aminmax(t), *(() if scores else torch.aminmax(p))]).tolist()
+            if not all(0 <= b < c for b in bounds):
+                _raise_for_bad_ids(preds, target, groups, num_classes, num_groups)
+        if not group_bounds_needed:
+            before = known.clone()
+            try:
+                known.scatter_add_(0, k, one)
+                continue
+            except RuntimeError:
+                known.copy_(before)
+                group_bounds_needed = True
+        g_lo, g_hi = torch.stack(torch.aminmax(g)).tolist()
+        if not (-1 <= g_lo and g_hi < num_groups):
             _raise_for_bad_ids(preds, target, groups, num_classes, num_groups)
-        if bounds[0] >= 0:
-            flat.scatter_add_(0, k, one)
+        if g_lo >= 0:
+            known.scatter_add_(0, k, one)
         else:
             if shifted is None:
                 shifted = torch.zeros((num_groups + 1) * cc, dtype=torch.long, device=device)
@@ -290,115 +304,126 @@ def count_unknown_groups(groups: Tensor) -> int:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# maths on confusion counts (numpy float64 inside; tensors in and out)
+# maths on confusion counts (plain Python floats on the count lists; tensors in and out)
 # ----------------------------------------------------------------------------------------------------------------
+# The count tensors are tiny ([G + 1, C, C]); the formulas below run on their ``tolist()`` in Python floats (float64),
+# which costs less than a chain of small numpy or torch kernels for the usual sizes (0.1-0.3 ms for C, G <= 10) and
+# reads like the papers' formulas. NaN marks an undefined value (``x != x``).
 
 RATES = ("tpr", "fpr", "ppr")
+NAN = math.nan
+Matrix = list[list[int]]          # C x C counts, rows true class, columns predicted
 
 
-def _np(cm: Tensor) -> np.ndarray:
-    return cm.detach().to("cpu", torch.float64).numpy()
+def _ratio(num: float, den: float) -> float:
+    """``num / den``, NaN for an empty denominator (an undefined rate)."""
+    return num / den if den > 0 else NAN
+
+
+def _defined(values) -> list[float]:
+    return [v for v in values if v == v]
+
+
+def _rates(m: Matrix, smoothing: float = 0.0) -> list[tuple[float, float, float]]:
+    """One-vs-rest ``(TPR, FPR, PPR)`` of every class y from C x C counts ``m``."""
+    n = sum(map(sum, m))
+    out = []
+    for y, row in enumerate(m):
+        tp, pos = row[y], sum(row)                     # TP, TP + FN
+        pred = sum(r[y] for r in m)                    # TP + FP
+        fp, neg = pred - tp, n - pos                   # FP, FP + TN
+        if smoothing:
+            # fairlib: TP, FP, FN get +ε and TN = N − (TP+ε + FP+ε + FN+ε) + ε, i.e. TN − 2ε. Plain division, as
+            # there (a cell with no negatives gets FPR = ε / (ε − 2ε) = −1 too).
+            e = smoothing
+            out.append(((tp + e) / (pos + 2 * e), (fp + e) / (neg - e), (pred + 2 * e) / (n + e)))
+        else:
+            out.append((_ratio(tp, pos), _ratio(fp, neg), _ratio(pred, n)))
+    return out
+
+
+def _total(ms: list[Matrix]) -> Matrix:
+    """Element-wise sum of count matrices."""
+    return [[sum(col) for col in zip(*rows)] for rows in zip(*ms)]
+
+
+def _rate_table(cm: list[Matrix], smoothing: float = 0.0):
+    """Rates of each group (``[G][C]`` of ``(TPR, FPR, PPR)``) and of all the groups' rows together (``[C]``)."""
+    return [_rates(m, smoothing) for m in cm], _rates(_total(cm), smoothing)
+
+
+def _dev_sums(per_group, overall) -> list[list[float]]:
+    """``Σ_a |R_{a,y} − R_y|`` for R = TPR, FPR, PPR (``[3][C]``), over the groups whose rate is defined; NaN when
+    no group's rate (or the overall rate) is defined."""
+    out = []
+    for r in range(3):
+        row = []
+        for y, all_rates in enumerate(overall):
+            terms = _defined(abs(g[y][r] - all_rates[r]) for g in per_group)
+            row.append(sum(terms) if terms else NAN)
+        out.append(row)
+    return out
+
+
+def _ranges(per_group) -> list[list[float]]:
+    """``max_a R_{a,y} − min_a R_{a,y}`` for R = TPR, FPR, PPR (``[3][C]``); NaN with fewer than two defined rates."""
+    num_classes = len(per_group[0]) if per_group else 0
+    out = []
+    for r in range(3):
+        row = []
+        for y in range(num_classes):
+            vals = _defined(g[y][r] for g in per_group)
+            row.append(max(vals) - min(vals) if len(vals) >= 2 else NAN)
+        out.append(row)
+    return out
+
+
+def _eo_gap(dev: list[list[float]]) -> float:
+    """ΔEO from :func:`_dev_sums`: the TPR and FPR terms of every class (binary tasks: class 1 only)."""
+    classes = slice(1, None) if len(dev[0]) == 2 else slice(None)
+    terms = _defined(dev[0][classes] + dev[1][classes])
+    return sum(terms) if terms else NAN
+
+
+def _rms(values: list[float]) -> float:
+    """Root mean square of the defined values; NaN if none is."""
+    d = _defined(values)
+    return math.sqrt(sum(v * v for v in d) / len(d)) if d else NAN
+
+
+def _max(values) -> float:
+    return max(_defined(values), default=NAN)
+
+
+def _min(values) -> float:
+    return min(_defined(values), default=NAN)
+
+
+def _accuracy(m: Matrix) -> float:
+    return _ratio(sum(row[y] for y, row in enumerate(m)), sum(map(sum, m)))
+
+
+def _f1(m: Matrix) -> float:
+    """F1 of class 1 (binary) or macro F1 over the classes present or predicted, as scikit-learn."""
+    f1 = [_ratio(2 * row[y], sum(row) + sum(r[y] for r in m)) for y, row in enumerate(m)]   # 2TP / (2TP + FP + FN)
+    if len(m) == 2:
+        return f1[1]
+    d = _defined(f1)
+    return sum(d) / len(d) if d else NAN
+
+
+def _counts(cm: Tensor) -> list:
+    return cm.detach().cpu().tolist()
+
+
+def _groups(cm: list) -> list[Matrix]:
+    """The per-group matrices of ``[G, C, C]`` counts, or a single population ``[C, C]`` as one group."""
+    return cm if cm and isinstance(cm[0][0], list) else [cm]
 
 
 def _out(x, like: Tensor) -> Tensor:
-    """A float64 tensor on ``like``'s device from a numpy value."""
-    return torch.as_tensor(np.asarray(x, dtype=np.float64), device=like.device)
-
-
-def _div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """``num / den`` with NaN where ``den == 0`` (an undefined rate)."""
-    ok = den > 0
-    return np.where(ok, num / np.where(ok, den, 1.0), np.nan)
-
-
-def _rates(cm: np.ndarray, smoothing: float = 0.0) -> np.ndarray:
-    """One-vs-rest TPR, FPR, PPR stacked as ``[3, ..., C]`` from counts ``[..., C, C]`` (see :func:`group_rates`)."""
-    tp = np.diagonal(cm, axis1=-2, axis2=-1)
-    num, den = np.empty((2, 3) + tp.shape)
-    num[0] = tp                                        # TP      / (TP + FN)
-    den[0] = cm.sum(-1)
-    num[2] = cm.sum(-2)                                # TP + FP / N
-    den[2] = cm.sum((-2, -1))[..., None]
-    np.subtract(num[2], tp, out=num[1])                # FP      / (FP + TN)
-    np.subtract(den[2], den[0], out=den[1])
-    if smoothing:
-        # fairlib: TP, FP, FN get +ε and TN = N − (TP+ε + FP+ε + FN+ε) + ε, i.e. TN − 2ε. Plain division, as there
-        # (a cell with no negatives gets FPR = ε / (ε − 2ε) = −1 too).
-        shape = (3,) + (1,) * tp.ndim
-        e = smoothing
-        return (num + np.reshape([e, e, 2 * e], shape)) / (den + np.reshape([2 * e, -e, e], shape))
-    return _div(num, den)
-
-
-def _rate_table(cm: np.ndarray, smoothing: float = 0.0) -> np.ndarray:
-    """Rates ``[3, G + 1, C]`` of each group of ``cm`` ``[G, C, C]`` and, last, of all its rows together."""
-    return _rates(np.concatenate([cm, cm.sum(0, keepdims=True)]), smoothing)
-
-
-def _dev_sums(table: np.ndarray) -> np.ndarray:
-    """``Σ_a |R_{a,y} − R_y|`` for R = TPR, FPR, PPR: ``[3, C]`` from a :func:`_rate_table`.
-
-    Groups whose rate is undefined are left out of the sum, which is NaN when no group's (or the overall) rate is
-    defined.
-    """
-    dev = np.abs(table[:, :-1] - table[:, -1:])
-    undefined = np.isnan(dev)
-    return np.where(undefined.all(1), np.nan, np.where(undefined, 0.0, dev).sum(1))
-
-
-def _ranges(table: np.ndarray) -> np.ndarray:
-    """``max_a R_{a,y} − min_a R_{a,y}`` for R = TPR, FPR, PPR: ``[3, C]`` from a :func:`_rate_table`; NaN with
-    fewer than two defined group rates."""
-    r = table[:, :-1]
-    spread = np.fmax.reduce(r, axis=1) - np.fmin.reduce(r, axis=1)        # fmax / fmin skip NaN
-    return np.where((~np.isnan(r)).sum(1) >= 2, spread, np.nan)
-
-
-def _max_or_nan(x: np.ndarray) -> float:
-    """Largest defined value; NaN if none is."""
-    return float(np.fmax.reduce(x, axis=None))
-
-
-def _min_or_nan(x: np.ndarray) -> float:
-    """Smallest defined value; NaN if none is."""
-    return float(np.fmin.reduce(x, axis=None))
-
-
-def _sum_or_nan(x: np.ndarray) -> float:
-    """Sum of the defined values; NaN if none is."""
-    undefined = np.isnan(x)
-    return math.nan if undefined.all() else float(np.where(undefined, 0.0, x).sum())
-
-
-def _eo_gap(dev: np.ndarray) -> float:
-    """ΔEO from :func:`_dev_sums`: TPR and FPR terms of every class (binary: class 1 only)."""
-    return _sum_or_nan(dev[:2, 1:] if dev.shape[-1] == 2 else dev[:2])
-
-
-def _gap_rms(dev: np.ndarray) -> np.ndarray:
-    """``sqrt(mean_y dev_y²)`` over the defined classes, per rate: ``[3]`` from :func:`_dev_sums`."""
-    defined = ~np.isnan(dev)
-    count = defined.sum(-1)
-    mean_sq = np.where(defined, dev * dev, 0.0).sum(-1) / np.maximum(count, 1)
-    return np.where(count > 0, np.sqrt(mean_sq), np.nan)
-
-
-def _group_accuracy(cm: np.ndarray) -> np.ndarray:
-    return _div(np.trace(cm, axis1=-2, axis2=-1), cm.sum((-2, -1)))
-
-
-def _accuracy(cm: np.ndarray) -> float:
-    cm = cm.sum(0) if cm.ndim == 3 else cm
-    return float(_div(np.trace(cm), cm.sum()))
-
-
-def _f1(cm: np.ndarray) -> float:
-    cm = cm.sum(0) if cm.ndim == 3 else cm
-    f1 = _div(2 * np.diagonal(cm), cm.sum(0) + cm.sum(1))     # 2TP / (2TP + FP + FN)
-    if cm.shape[0] == 2:
-        return float(f1[1])
-    defined = ~np.isnan(f1)
-    return float(f1[defined].mean()) if defined.any() else math.nan
+    """A float64 tensor on ``like``'s device."""
+    return torch.tensor(x, dtype=torch.float64, device=like.device)
 
 
 def fairness_summary(counts: Tensor, smoothing: float = 0.0) -> dict[str, Tensor]:
@@ -408,28 +433,30 @@ def fairness_summary(counts: Tensor, smoothing: float = 0.0) -> dict[str, Tensor
     ``smoothing`` applies to the ``*_gap_rms`` entries only (fairlib's GAP; see the module docstring). Returns float64
     scalars (``group_accuracy``: ``[G]``; ``n_unknown_group``: int64) on the device of ``counts``.
     """
-    cm_all = _np(counts)
-    cm = cm_all[:-1]
-    table = _rate_table(cm)
-    dev = _dev_sums(table)
-    rms = _gap_rms(_dev_sums(_rate_table(cm, smoothing)) if smoothing else dev)
-    rng = _ranges(table)
-    acc_g = _group_accuracy(cm)
+    cm_all = _counts(counts)
+    cm, unknown = cm_all[:-1], cm_all[-1]
+    per_group, overall = _rate_table(cm)
+    dev = _dev_sums(per_group, overall)
+    rms_dev = _dev_sums(*_rate_table(cm, smoothing)) if smoothing else dev
+    rng = _ranges(per_group)
+    acc_g = [_accuracy(m) for m in cm]
+    everything = _total(cm_all)
     out = {
-        "accuracy": _accuracy(cm_all),
-        "f1": _f1(cm_all),
+        "accuracy": _accuracy(everything),
+        "f1": _f1(everything),
         "eo_gap": _eo_gap(dev),
-        "tpr_gap_rms": rms[0],
-        "fpr_gap_rms": rms[1],
-        "ppr_gap_rms": rms[2],
-        "dp_gap": _max_or_nan(rng[2]),
-        "worst_group_accuracy": _min_or_nan(acc_g),
+        "tpr_gap_rms": _rms(rms_dev[0]),
+        "fpr_gap_rms": _rms(rms_dev[1]),
+        "ppr_gap_rms": _rms(rms_dev[2]),
+        "dp_gap": _max(rng[2]),
+        "worst_group_accuracy": _min(acc_g),
     }
-    if cm.shape[-1] == 2:
-        out["equalized_odds_difference"] = _max_or_nan(rng[:2])
-    res = dict(zip(out, torch.tensor(list(out.values()), dtype=torch.float64, device=counts.device).unbind()))
-    res["group_accuracy"] = _out(acc_g, counts)
-    res["n_unknown_group"] = counts[-1].sum()
+    if len(everything) == 2:
+        out["equalized_odds_difference"] = _max(rng[0] + rng[1])
+    values = _out([*out.values(), *acc_g], counts)            # one tensor: scalars, then the per-group accuracies
+    res = dict(zip(out, values[:len(out)].unbind()))
+    res["group_accuracy"] = values[len(out):]
+    res["n_unknown_group"] = torch.tensor(sum(map(sum, unknown)), device=counts.device)
     return res
 
 
@@ -445,7 +472,11 @@ def group_rates(cm: Tensor, smoothing: float = 0.0) -> dict[str, Tensor]:
         ``TPR_{a,y} = P(ŷ=y | y, a)``, ``FPR_{a,y} = P(ŷ=y | y'≠y, a)``, ``PPR_{a,y} = P(ŷ=y | a)``;
         NaN where the denominator is empty (only possible without smoothing).
     """
-    return {k: _out(v, cm) for k, v in zip(RATES, _rates(_np(cm), smoothing))}
+    table = [_rates(m, smoothing) for m in _groups(_counts(cm))]
+    if cm.ndim == 2:
+        table = table[0]
+        return {name: _out([rates[r] for rates in table], cm) for r, name in enumerate(RATES)}
+    return {name: _out([[rates[r] for rates in g] for g in table], cm) for r, name in enumerate(RATES)}
 
 
 def eo_gap_from_confusion(cm: Tensor) -> Tensor:
@@ -455,7 +486,7 @@ def eo_gap_from_confusion(cm: Tensor) -> Tensor:
     rate is over the rows with a known group) and ``ΔEO = Σ_y (ΔTPR^y + ΔFPR^y)``. For a binary task only the positive
     class ``y = 1`` is summed, as in the paper (class 0 would repeat the same gaps).
     """
-    return _out(_eo_gap(_dev_sums(_rate_table(_np(cm)))), cm)
+    return _out(_eo_gap(_dev_sums(*_rate_table(_counts(cm)))), cm)
 
 
 def rate_gap_rms_from_confusion(cm: Tensor, rate: str = "tpr", smoothing: float = 0.0) -> Tensor:
@@ -467,12 +498,12 @@ def rate_gap_rms_from_confusion(cm: Tensor, rate: str = "tpr", smoothing: float 
     """
     if rate not in RATES:
         raise ValueError(f"rate must be one of {RATES}, got {rate!r}")
-    return _out(_gap_rms(_dev_sums(_rate_table(_np(cm), smoothing)))[RATES.index(rate)], cm)
+    return _out(_rms(_dev_sums(*_rate_table(_counts(cm), smoothing))[RATES.index(rate)]), cm)
 
 
 def demographic_parity_gap_from_confusion(cm: Tensor) -> Tensor:
     """``max_y (max_a P(ŷ=y|a) − min_a P(ŷ=y|a))``; for binary tasks fairlearn's ``demographic_parity_difference``."""
-    return _out(_max_or_nan(_ranges(_rate_table(_np(cm)))[2]), cm)
+    return _out(_max(_ranges(_rate_table(_counts(cm))[0])[2]), cm)
 
 
 def equalized_odds_difference_from_confusion(cm: Tensor) -> Tensor:
@@ -481,22 +512,23 @@ def equalized_odds_difference_from_confusion(cm: Tensor) -> Tensor:
     (For two classes the one-vs-rest gaps of class 0 equal those of class 1, so the max over classes is the
     positive-class value.)
     """
-    return _out(_max_or_nan(_ranges(_rate_table(_np(cm)))[:2]), cm)
+    rng = _ranges(_rate_table(_counts(cm))[0])
+    return _out(_max(rng[0] + rng[1]), cm)
 
 
 def group_accuracy_from_confusion(cm: Tensor) -> Tensor:
     """Accuracy per group ``[G]`` (float64), NaN for a group without rows."""
-    return _out(_group_accuracy(_np(cm)), cm)
+    return _out([_accuracy(m) for m in _counts(cm)], cm)
 
 
 def worst_group_accuracy_from_confusion(cm: Tensor) -> Tensor:
     """Lowest accuracy over the groups present; NaN if no group is present."""
-    return _out(_min_or_nan(_group_accuracy(_np(cm))), cm)
+    return _out(_min(_accuracy(m) for m in _counts(cm)), cm)
 
 
 def accuracy_from_confusion(cm: Tensor) -> Tensor:
     """Accuracy of a ``[C, C]`` (or ``[G, C, C]``, summed) confusion matrix; NaN when empty."""
-    return _out(_accuracy(_np(cm)), cm)
+    return _out(_accuracy(_total(_groups(_counts(cm)))), cm)
 
 
 def f1_from_confusion(cm: Tensor) -> Tensor:
@@ -506,7 +538,7 @@ def f1_from_confusion(cm: Tensor) -> Tensor:
     nor predicted is left out of the macro mean, and a present class that is never predicted scores 0. NaN when
     undefined (binary: no positive row and no positive prediction; or no rows at all).
     """
-    return _out(_f1(_np(cm)), cm)
+    return _out(_f1(_total(_groups(_counts(cm)))), cm)
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -153,6 +153,27 @@ def test_blockwise_counting_matches_a_row_loop(make_data, chunk_rows, scores):
     np.testing.assert_array_equal(out.numpy(), literal_counts(ids, t, g, 6, 3) + 1)
 
 
+def test_unknown_group_late_in_a_block_leaves_no_partial_counts():
+    # the first scatter of the block fails at its last row (g = -1): the counts made before it must be rolled back
+    g = torch.tensor([0, 1, 2, 0, 1, 2, 0, -1])
+    t = torch.tensor([0, 1, 1, 0, 1, 0, 1, 1])
+    p = torch.tensor([1, 1, 0, 0, 1, 0, 1, 0])
+    for chunk_rows in (8, 3):
+        out = torch.full((4, 2, 2), 5, dtype=torch.long)
+        F.confusion_counts(p, t, g, 2, 3, out=out, chunk_rows=chunk_rows)
+        np.testing.assert_array_equal(out.numpy(), literal_counts(p, t, g, 2, 3) + 5)
+
+
+def test_group_rates_of_a_single_population(make_data):
+    p, t, g = make_data(300, 3, 2, seed=4)
+    cm = F.confusion_counts(p, t, g, 3, 2)
+    whole = F.group_rates(cm.sum(0))
+    assert whole["tpr"].shape == (3,)
+    for y in range(3):
+        assert whole["tpr"][y].item() == pytest.approx(((p == y) & (t == y)).sum().item() / (t == y).sum().item())
+        assert whole["ppr"][y].item() == pytest.approx((p == y).float().mean().item())
+
+
 def test_counting_accepts_other_int_dtypes_and_strided_views(make_data):
     p, t, g = make_data(400, 3, 4, seed=5)
     ref = literal_counts(p[::2], t[::2], g[::2], 3, 4)
