@@ -205,6 +205,8 @@ def confusion_counts(preds: Tensor, target: Tensor, groups: Tensor, num_classes:
             ``ValueError`` naming the argument, the value and its row; with ``False``, out-of-range ``preds`` or
             ``target`` ids give wrong counts or an error.
         chunk_rows: rows per block (see the module docstring); the counts do not depend on it.
+
+    An error leaves ``out`` as it was.
     """
     _check_sizes(num_classes, num_groups)
     scores = _check_scores_shape(preds, num_classes)
@@ -213,26 +215,42 @@ def confusion_counts(preds: Tensor, target: Tensor, groups: Tensor, num_classes:
     _check_rows(preds, target, groups)
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
-    c, cc = num_classes, num_classes * num_classes
-    shape = (num_groups + 1, c, c)
+    shape = (num_groups + 1, num_classes, num_classes)
     if out is not None and (out.shape != shape or out.dtype != torch.long):
         raise ValueError(f"out must be an int64 tensor of shape {list(shape)}, got {out.dtype} {list(out.shape)}")
     if out is not None and not out.is_contiguous():
         raise ValueError("out must be contiguous")
     counts = out if out is not None else torch.zeros(shape, dtype=torch.long, device=target.device)
-    device = counts.device
-    n = target.shape[0]
-    if n == 0:
+    if target.shape[0] == 0:
         return counts
+    start = counts.clone()         # an error anywhere leaves ``out`` as it was
+    try:
+        _count_blocks(preds, target, groups, num_classes, num_groups, counts, scores, check_values, chunk_rows)
+    except Exception:
+        counts.copy_(start)
+        raise
+    return counts
+
+
+def _count_blocks(preds: Tensor, target: Tensor, groups: Tensor, num_classes: int, num_groups: int, counts: Tensor,
+                  scores: bool, check_values: bool, chunk_rows: int, check_groups: bool | None = None) -> None:
+    """The block loop of :func:`confusion_counts` (inputs already shape-checked); adds into ``counts`` in place.
+
+    ``check_groups``: take the group bounds with ``aminmax`` (default: on devices other than the CPU).
+    """
+    c, cc = num_classes, num_classes * num_classes
+    n, device = target.shape[0], counts.device
     rows = min(n, chunk_rows)
     code = torch.empty(rows, dtype=torch.long, device=device)
     ones = torch.ones(rows, dtype=torch.long, device=device)
     known = counts[:-1].view(-1)   # the code ŷ + C·y + C²·g of a known group indexes this directly
-    shifted = None                 # blocks with an unknown group: code + C², unknown slot first, folded at the end
-    # On CPU, scatter_add_ checks every index and raises before a count lands out of bounds, so a scatter into the
-    # known-group counts validates the group ids for free; a block whose scatter fails (an unknown group, or a bad
-    # id) is restored and recounted with its group bounds taken, as on other devices and for the rest of the call.
-    group_bounds_needed = device.type != "cpu"
+    shifted = None                 # code + C² (unknown group first) once a block had g = −1; folded in at the end
+    # On CPU, scatter_add_ checks every index and raises before a count lands out of bounds, so the scatter itself
+    # validates the group ids: a block is scattered into the known-group counts, and if that fails (an unknown
+    # group, or a bad id) its partial counts are rolled back and it and every later block go through ``shifted``,
+    # whose bounds are exactly g ∈ [−1, G). Other devices do not check indices: there the group bounds are taken.
+    if check_groups is None:
+        check_groups = device.type != "cpu"
     for lo in range(0, n, rows):
         m = min(rows, n - lo)
         t, g = _long_block(target, lo, m, device), _long_block(groups, lo, m, device)
@@ -241,32 +259,37 @@ def confusion_counts(preds: Tensor, target: Tensor, groups: Tensor, num_classes:
         k, one = (code, ones) if m == rows else (code[:m], ones[:m])
         # the first pass reads the three id blocks from memory; the checks then re-read them from cache
         torch.add(p, t, alpha=c, out=k).add_(g, alpha=cc)
-        if check_values:
-            bounds = torch.stack([*torch.aminmax(t), *(() if scores else torch.aminmax(p))]).tolist()
+        checked = ((g,) if check_groups else ()) + ((t,) if check_values else ()) + (
+            (p,) if check_values and not scores else ())
+        g_lo = 0
+        if checked:
+            bounds = torch.stack([b for x in checked for b in torch.aminmax(x)]).tolist()
+            if check_groups:
+                (g_lo, g_hi), bounds = bounds[:2], bounds[2:]
+                if not (-1 <= g_lo and g_hi < num_groups):
+                    _raise_for_bad_ids(preds, target, groups, num_classes, num_groups)
             if not all(0 <= b < c for b in bounds):
                 _raise_for_bad_ids(preds, target, groups, num_classes, num_groups)
-        if not group_bounds_needed:
-            before = known.clone()
-            try:
+        if shifted is None:
+            if check_groups and g_lo >= 0:
                 known.scatter_add_(0, k, one)
                 continue
-            except RuntimeError:
-                known.copy_(before)
-                group_bounds_needed = True
-        g_lo, g_hi = torch.stack(torch.aminmax(g)).tolist()
-        if not (-1 <= g_lo and g_hi < num_groups):
-            _raise_for_bad_ids(preds, target, groups, num_classes, num_groups)
-        if g_lo >= 0:
-            known.scatter_add_(0, k, one)
-        else:
-            if shifted is None:
-                shifted = torch.zeros((num_groups + 1) * cc, dtype=torch.long, device=device)
+            if not check_groups:
+                before = known.clone()
+                try:
+                    known.scatter_add_(0, k, one)
+                    continue
+                except RuntimeError:       # an unknown group (or a bad id): roll the block back
+                    known.copy_(before)
+            shifted = torch.zeros((num_groups + 1) * cc, dtype=torch.long, device=device)
+        try:
             shifted.scatter_add_(0, k.add_(cc), one)
+        except RuntimeError:
+            _raise_for_bad_ids(preds, target, groups, num_classes, num_groups)
     if shifted is not None:
-        shifted = shifted.view(shape)
+        shifted = shifted.view(counts.shape)
         counts[:-1] += shifted[1:]
         counts[-1] += shifted[0]
-    return counts
 
 
 def _raise_for_bad_ids(preds: Tensor, target: Tensor, groups: Tensor, num_classes: int, num_groups: int) -> None:

@@ -164,6 +164,41 @@ def test_unknown_group_late_in_a_block_leaves_no_partial_counts():
         np.testing.assert_array_equal(out.numpy(), literal_counts(p, t, g, 2, 3) + 5)
 
 
+@pytest.mark.parametrize("check_groups", [False, True])   # True: the path of devices whose scatter has no bounds check
+def test_both_group_check_paths_count_exactly_and_reject_bad_groups(make_data, check_groups):
+    from faircl.metrics.functional import _count_blocks
+
+    for unknown in (0.0, 0.1):
+        p, t, g = make_data(500, 3, 4, seed=11, unknown=unknown)
+        out = torch.zeros(5, 3, 3, dtype=torch.long)
+        _count_blocks(p, t, g, 3, 4, out, scores=False, check_values=True, chunk_rows=64, check_groups=check_groups)
+        np.testing.assert_array_equal(out.numpy(), literal_counts(p, t, g, 3, 4))
+    for bad in (4, -2):
+        g_bad = g.clone()
+        g_bad[300] = bad
+        with pytest.raises(ValueError, match=rf"groups contains {bad} at row 300"):
+            _count_blocks(p, t, g_bad, 3, 4, torch.zeros(5, 3, 3, dtype=torch.long), scores=False,
+                          check_values=True, chunk_rows=64, check_groups=check_groups)
+
+
+def test_an_error_in_a_later_block_leaves_out_unchanged(make_data):
+    from faircl.metrics import GroupFairness
+
+    p, t, g = make_data(400, 2, 3, seed=2)
+    m = GroupFairness(2, 3)
+    m.update(p, t, g)
+    before = m.confmat.clone()
+    bad = t.clone()
+    bad[399] = 7
+    with pytest.raises(ValueError, match="target contains 7 at row 399"):
+        F.confusion_counts(p, bad, g, 2, 3, out=m.confmat, chunk_rows=50)
+    g_bad = g.clone()
+    g_bad[390] = 3
+    with pytest.raises(ValueError, match="groups contains 3 at row 390"):
+        m.update(p, t, g_bad)
+    assert torch.equal(m.confmat, before)
+
+
 def test_group_rates_of_a_single_population(make_data):
     p, t, g = make_data(300, 3, 2, seed=4)
     cm = F.confusion_counts(p, t, g, 3, 2)
