@@ -224,8 +224,11 @@ def confusion_counts(preds: Tensor, target: Tensor, groups: Tensor, num_classes:
     if target.shape[0] == 0:
         return counts
     start = counts.clone()         # an error anywhere leaves ``out`` as it was
+    args = (preds, target, groups, num_classes, num_groups, counts, scores, check_values, chunk_rows)
     try:
-        _count_blocks(preds, target, groups, num_classes, num_groups, counts, scores, check_values, chunk_rows)
+        if not _count_blocks(*args, shifted=False):
+            counts.copy_(start)    # a block had an unknown group: count again, every block shifted
+            _count_blocks(*args, shifted=True)
     except Exception:
         counts.copy_(start)
         raise
@@ -233,24 +236,26 @@ def confusion_counts(preds: Tensor, target: Tensor, groups: Tensor, num_classes:
 
 
 def _count_blocks(preds: Tensor, target: Tensor, groups: Tensor, num_classes: int, num_groups: int, counts: Tensor,
-                  scores: bool, check_values: bool, chunk_rows: int, check_groups: bool | None = None) -> None:
+                  scores: bool, check_values: bool, chunk_rows: int, shifted: bool,
+                  check_groups: bool | None = None) -> bool:
     """The block loop of :func:`confusion_counts` (inputs already shape-checked); adds into ``counts`` in place.
 
-    ``check_groups``: take the group bounds with ``aminmax`` (default: on devices other than the CPU).
+    ``shifted=False`` scatters the code ``ŷ + C·y + C²·g`` straight into the known-group counts and returns
+    ``False`` (leaving partial counts) at the first block with an unknown group; ``shifted=True`` counts
+    ``code + C²`` (unknown group first) in a scratch tensor folded in at the end, and returns ``True``.
+
+    On CPU, ``scatter_add_`` checks every index and raises before a count lands out of bounds, so the scatter itself
+    validates the group ids (``[0, G)`` unshifted, ``[−1, G)`` shifted). Devices that do not check indices take the
+    group bounds with ``aminmax`` (``check_groups``, default: any device but the CPU).
     """
     c, cc = num_classes, num_classes * num_classes
     n, device = target.shape[0], counts.device
+    if check_groups is None:
+        check_groups = device.type != "cpu"
     rows = min(n, chunk_rows)
     code = torch.empty(rows, dtype=torch.long, device=device)
     ones = torch.ones(rows, dtype=torch.long, device=device)
-    known = counts[:-1].view(-1)   # the code ŷ + C·y + C²·g of a known group indexes this directly
-    shifted = None                 # code + C² (unknown group first) once a block had g = −1; folded in at the end
-    # On CPU, scatter_add_ checks every index and raises before a count lands out of bounds, so the scatter itself
-    # validates the group ids: a block is scattered into the known-group counts, and if that fails (an unknown
-    # group, or a bad id) its partial counts are rolled back and it and every later block go through ``shifted``,
-    # whose bounds are exactly g ∈ [−1, G). Other devices do not check indices: there the group bounds are taken.
-    if check_groups is None:
-        check_groups = device.type != "cpu"
+    dest = torch.zeros((num_groups + 1) * cc, dtype=torch.long, device=device) if shifted else counts[:-1].view(-1)
     for lo in range(0, n, rows):
         m = min(rows, n - lo)
         t, g = _long_block(target, lo, m, device), _long_block(groups, lo, m, device)
@@ -261,35 +266,29 @@ def _count_blocks(preds: Tensor, target: Tensor, groups: Tensor, num_classes: in
         torch.add(p, t, alpha=c, out=k).add_(g, alpha=cc)
         checked = ((g,) if check_groups else ()) + ((t,) if check_values else ()) + (
             (p,) if check_values and not scores else ())
-        g_lo = 0
         if checked:
             bounds = torch.stack([b for x in checked for b in torch.aminmax(x)]).tolist()
             if check_groups:
                 (g_lo, g_hi), bounds = bounds[:2], bounds[2:]
                 if not (-1 <= g_lo and g_hi < num_groups):
                     _raise_for_bad_ids(preds, target, groups, num_classes, num_groups)
+                if g_lo < 0 and not shifted:
+                    return False
             if not all(0 <= b < c for b in bounds):
                 _raise_for_bad_ids(preds, target, groups, num_classes, num_groups)
-        if shifted is None:
-            if check_groups and g_lo >= 0:
-                known.scatter_add_(0, k, one)
-                continue
-            if not check_groups:
-                before = known.clone()
-                try:
-                    known.scatter_add_(0, k, one)
-                    continue
-                except RuntimeError:       # an unknown group (or a bad id): roll the block back
-                    known.copy_(before)
-            shifted = torch.zeros((num_groups + 1) * cc, dtype=torch.long, device=device)
+        if shifted:
+            k.add_(cc)
         try:
-            shifted.scatter_add_(0, k.add_(cc), one)
-        except RuntimeError:
+            dest.scatter_add_(0, k, one)
+        except RuntimeError:       # an id out of the bounds of ``dest``
+            if not shifted:
+                return False       # (an unknown group, or a bad id that the shifted count will name)
             _raise_for_bad_ids(preds, target, groups, num_classes, num_groups)
-    if shifted is not None:
-        shifted = shifted.view(counts.shape)
-        counts[:-1] += shifted[1:]
-        counts[-1] += shifted[0]
+    if shifted:
+        dest = dest.view(counts.shape)
+        counts[:-1] += dest[1:]
+        counts[-1] += dest[0]
+    return True
 
 
 def _raise_for_bad_ids(preds: Tensor, target: Tensor, groups: Tensor, num_classes: int, num_groups: int) -> None:

@@ -154,7 +154,7 @@ def test_blockwise_counting_matches_a_row_loop(make_data, chunk_rows, scores):
 
 
 def test_unknown_group_late_in_a_block_leaves_no_partial_counts():
-    # the first scatter of the block fails at its last row (g = -1): the counts made before it must be rolled back
+    # the unshifted count fails at the last row (g = -1): the counts made before it must be rolled back
     g = torch.tensor([0, 1, 2, 0, 1, 2, 0, -1])
     t = torch.tensor([0, 1, 1, 0, 1, 0, 1, 1])
     p = torch.tensor([1, 1, 0, 0, 1, 0, 1, 0])
@@ -171,14 +171,21 @@ def test_both_group_check_paths_count_exactly_and_reject_bad_groups(make_data, c
     for unknown in (0.0, 0.1):
         p, t, g = make_data(500, 3, 4, seed=11, unknown=unknown)
         out = torch.zeros(5, 3, 3, dtype=torch.long)
-        _count_blocks(p, t, g, 3, 4, out, scores=False, check_values=True, chunk_rows=64, check_groups=check_groups)
+        done = _count_blocks(p, t, g, 3, 4, out, scores=False, check_values=True, chunk_rows=64, shifted=False,
+                             check_groups=check_groups)
+        assert done == (unknown == 0.0)
+        if done:
+            np.testing.assert_array_equal(out.numpy(), literal_counts(p, t, g, 3, 4))
+        out = torch.zeros(5, 3, 3, dtype=torch.long)
+        assert _count_blocks(p, t, g, 3, 4, out, scores=False, check_values=True, chunk_rows=64, shifted=True,
+                             check_groups=check_groups)
         np.testing.assert_array_equal(out.numpy(), literal_counts(p, t, g, 3, 4))
     for bad in (4, -2):
         g_bad = g.clone()
         g_bad[300] = bad
         with pytest.raises(ValueError, match=rf"groups contains {bad} at row 300"):
             _count_blocks(p, t, g_bad, 3, 4, torch.zeros(5, 3, 3, dtype=torch.long), scores=False,
-                          check_values=True, chunk_rows=64, check_groups=check_groups)
+                          check_values=True, chunk_rows=64, shifted=True, check_groups=check_groups)
 
 
 def test_an_error_in_a_later_block_leaves_out_unchanged(make_data):
