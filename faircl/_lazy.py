@@ -17,13 +17,17 @@ def import_all(package: ModuleType) -> list[ModuleType]:
 
 
 def subclasses(base: type) -> dict[str, type]:
-    """All concrete subclasses of ``base`` defined so far, by class name."""
+    """All concrete subclasses of ``base`` defined so far, by class name.
+
+    Private classes (``_Name``) and shared bases that set ``_abstract = True`` in their own body (their subclasses
+    implement a hook) are left out; the subclasses of either are listed.
+    """
     out: dict[str, type] = {}
     stack = [base]
     while stack:
         cls = stack.pop()
         for sub in cls.__subclasses__():
-            if not sub.__name__.startswith("_"):
+            if not (sub.__name__.startswith("_") or sub.__dict__.get("_abstract", False)):
                 out[sub.__name__] = sub
             stack.append(sub)
     return out

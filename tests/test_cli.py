@@ -52,6 +52,16 @@ def test_class_name_selection_and_report(in_tmp):
     main(["fit", *args])
 
 
+def test_shared_bases_are_not_selectable():
+    import faircl.data
+
+    names = faircl.data.available_datamodules()
+    assert {"TextCSV", "ImageCSV", "BiasInBios", "UTKFace"} <= names.keys()
+    assert not {"TextDataModule", "ImageFairDataModule", "FairDataModule"} & names.keys()
+    with pytest.raises(SystemExit, match=r"unknown datamodule 'TextDataModule'"):
+        main(["fit", "--model", "CE", "--data", "TextDataModule"])
+
+
 def test_unknown_names_list_the_choices(in_tmp):
     with pytest.raises(SystemExit, match=r"unknown method 'NoSuchMethod'.*available: .*CE"):
         main(["fit", "--model", "NoSuchMethod", "--data", "BiasedFeatures"])

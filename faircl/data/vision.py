@@ -262,6 +262,8 @@ class ImageFairDataModule(FairDataModule):
         **kwargs: :class:`~faircl.data.base.FairDataModule` arguments (batch size, sampler, ``two_views``, seed, ...).
     """
 
+    _abstract = True  # a shared base (subclasses implement its hook): not selectable with --data
+
     def __init__(
         self,
         data_dir: str = ".",
