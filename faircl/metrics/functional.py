@@ -280,10 +280,10 @@ def _count_blocks(preds: Tensor, target: Tensor, groups: Tensor, num_classes: in
             k.add_(cc)
         try:
             dest.scatter_add_(0, k, one)
-        except RuntimeError:       # an id out of the bounds of ``dest``
+        except RuntimeError as err:    # an id out of the bounds of ``dest``
             if not shifted:
-                return False       # (an unknown group, or a bad id that the shifted count will name)
-            _raise_for_bad_ids(preds, target, groups, num_classes, num_groups)
+                return False           # (an unknown group, or a bad id that the shifted count will name)
+            _raise_for_bad_ids(preds, target, groups, num_classes, num_groups, cause=err)
     if shifted:
         dest = dest.view(counts.shape)
         counts[:-1] += dest[1:]
@@ -291,10 +291,12 @@ def _count_blocks(preds: Tensor, target: Tensor, groups: Tensor, num_classes: in
     return True
 
 
-def _raise_for_bad_ids(preds: Tensor, target: Tensor, groups: Tensor, num_classes: int, num_groups: int) -> None:
-    """A block has an id out of range: the full check names the first offending value and row."""
+def _raise_for_bad_ids(preds: Tensor, target: Tensor, groups: Tensor, num_classes: int, num_groups: int,
+                       cause: Exception | None = None) -> None:
+    """A block has an id out of range: the full check names the first offending value and row (if it finds none,
+    ``cause`` was something else and is raised as it was)."""
     check_inputs(preds, target, groups, num_classes, num_groups)
-    raise RuntimeError("confusion_counts: a block's bounds were out of range but no offending row was found")
+    raise cause or RuntimeError("confusion_counts: a block's bounds were out of range but no offending row was found")
 
 
 def _long_block(x: Tensor, lo: int, m: int, device: torch.device) -> Tensor:
