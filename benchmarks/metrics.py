@@ -9,7 +9,7 @@
 
 Contenders run in turn within each repeat (A, B, A, B, ...); a ratio is the median over repeats of the time divided
 by the floor's time in the same repeat (with its interquartile range), so load on the machine hits both sides alike.
-Run: ``.venv/bin/python benchmarks/metrics.py [--quick]``.
+Run: ``.venv/bin/python benchmarks/metrics.py [--quick] [--no-fairlearn] [--plot benchmarks/results/metrics.png]``.
 """
 
 from __future__ import annotations
@@ -152,17 +152,56 @@ def main() -> None:
     parser.add_argument("--no-fairlearn", action="store_true", help="skip the (slow) fairlearn reference")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch intra-op threads for every contender (default 1: stable on a shared machine)")
+    parser.add_argument("--plot", default=None,
+                        help="write a bar chart of the GroupFairness ratios to this PNG (e.g. benchmarks/results/"
+                             "metrics.png)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     n_pred, n_emb, reps = (100_000, 4_000, 5) if args.quick else (1_000_000, 20_000, 41)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; ratio = median over repeats of "
           "(time / floor time in the same repeat), [25th, 75th percentile]")
     print(f"\nGroupFairness update + compute, N = {n_pred:,}, 4 groups, 2 classes (target <= 3x the floor)")
-    for row in bench_group_fairness(n_pred, reps, not args.no_fairlearn):
+    rows = bench_group_fairness(n_pred, reps, not args.no_fairlearn)
+    for row in rows:
         print_row(*row)
+    if args.plot:
+        plot_ratios(rows, args.plot, f"GroupFairness update + compute, N = {n_pred:,}, 4 groups, 2 classes")
     print(f"\nGroupRecallAtK k=1, all groups, N = {n_emb:,}, d = 128 (target <= 1.3x the floor)")
     for row in bench_recall(n_emb, 128, 3 if args.quick else 5):
         print_row(*row)
+
+
+def plot_ratios(rows, path: str, title: str, target: float = 3.0) -> None:
+    """Horizontal bars of the ratios to the floor (log scale) with their interquartile ranges and the target."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    rows = [r for r in rows if r[0] != "bincount floor"][::-1]
+    names = [r[0].strip() for r in rows]
+    ratio = [r[2] for r in rows]
+    err = [[r[2] - r[3] for r in rows], [r[4] - r[2] for r in rows]]
+    colors = ["tab:blue" if n.startswith(("GroupFairness", "of which")) else "tab:gray" for n in names]
+    fig, ax = plt.subplots(figsize=(10, 0.45 * len(rows) + 1.6))
+    ax.barh(names, ratio, xerr=err, color=colors, capsize=3, left=0)
+    ax.axvline(target, color="tab:red", linestyle="--", label=f"target {target:g}x")
+    ax.set_xscale("log")
+    ticks = [t for t in (1, 2, 3, 5, 10, 30, 100, 1000, 10000, 100000) if t <= 3 * max(r[4] for r in rows)]
+    ax.set_xlim(1, ticks[-1] * 1.5)
+    ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}x"))
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xlabel("time / bare torch.bincount of the codes (median of paired repeats; 25th-75th percentile)")
+    ax.set_title(title, fontsize=10)
+    for y, (r, hi) in enumerate(zip(ratio, (r[4] for r in rows))):
+        ax.text(hi * 1.06, y, f"{r:.2f}x", va="center", fontsize=8)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    print(f"  (chart written to {path})")
 
 
 def print_row(name: str, t: float, ratio: float, lo: float, hi: float) -> None:
