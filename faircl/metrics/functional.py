@@ -391,11 +391,10 @@ def _dev_sums(per_group, overall) -> list[list[float]]:
 
 def _ranges(per_group) -> list[list[float]]:
     """``max_a R_{a,y} − min_a R_{a,y}`` for R = TPR, FPR, PPR (``[3][C]``); NaN with fewer than two defined rates."""
-    num_classes = len(per_group[0]) if per_group else 0
     out = []
     for r in range(3):
         row = []
-        for y in range(num_classes):
+        for y in range(len(per_group[0])):
             vals = _defined(g[y][r] for g in per_group)
             row.append(max(vals) - min(vals) if len(vals) >= 2 else NAN)
         out.append(row)
@@ -527,7 +526,7 @@ def rate_gap_rms_from_confusion(cm: Tensor, rate: str = "tpr", smoothing: float 
 
 def demographic_parity_gap_from_confusion(cm: Tensor) -> Tensor:
     """``max_y (max_a P(ŷ=y|a) − min_a P(ŷ=y|a))``; for binary tasks fairlearn's ``demographic_parity_difference``."""
-    return _out(_max(_ranges(_rate_table(_counts(cm))[0])[2]), cm)
+    return _out(_max(_ranges([_rates(m) for m in _counts(cm)])[2]), cm)
 
 
 def equalized_odds_difference_from_confusion(cm: Tensor) -> Tensor:
@@ -536,7 +535,7 @@ def equalized_odds_difference_from_confusion(cm: Tensor) -> Tensor:
     (For two classes the one-vs-rest gaps of class 0 equal those of class 1, so the max over classes is the
     positive-class value.)
     """
-    rng = _ranges(_rate_table(_counts(cm))[0])
+    rng = _ranges([_rates(m) for m in _counts(cm)])
     return _out(_max(rng[0] + rng[1]), cm)
 
 
