@@ -137,7 +137,7 @@ def _argmax_checked(scores: Tensor, name: str, check_values: bool, row_offset: i
     if ``check_values``.
 
     The argmax runs in float32 (an fp16 / bf16 score casts exactly, so the ids are those of the fp32 scores); ties go
-    to the lowest class, as ``torch.argmax``. Two classes take one comparison instead of a reduction (5x faster on
+    to the lowest class, as ``torch.argmax``. Two classes take one comparison instead of a reduction (cheaper on
     CPU). A NaN makes the sum NaN, so a single sum screens for NaN before the row is looked for.
     """
     s = scores.float()
