@@ -11,23 +11,28 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from faircl.losses._common import all_triplets, check_embeddings, check_labels, pairwise_distances, pair_masks
+from faircl._checks import check_choice, check_embeddings, check_ids, check_positive
+from faircl.losses import Triplets, all_triplets, pair_masks, pairwise_distances
 
 __all__ = [
+    "MINERS",
+    "Triplets",
     "all_triplets",
     "distance_weighted_triplets",
     "fair_negative_weights",
+    "mine_triplets",
     "nearest_cluster_positive",
     "pairwise_distances",
     "semihard_triplets",
 ]
 
-Triplets = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+MINERS = ("distance", "semihard", "all")
+"""Names accepted by :func:`mine_triplets`."""
 
 
 def _check(z: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    check_embeddings(z)
-    return check_labels(labels, z.shape[0], "labels")
+    check_embeddings("z", z, shape="[B, d]")
+    return check_ids("labels", labels, size=z.shape[0], allow_unknown=True)
 
 
 def _empty(device: torch.device) -> Triplets:
@@ -39,8 +44,7 @@ def _anchor_positive_pairs(pos: torch.Tensor, positives: str, generator: torch.G
     if positives == "all":
         a, p = pos.nonzero(as_tuple=True)
         return a, p
-    if positives != "one":
-        raise ValueError(f"`positives` must be 'all' or 'one', got {positives!r}")
+    check_choice("positives", positives, ("all", "one"))
     has = pos.any(dim=1)
     scores = torch.rand(pos.shape, generator=generator, device=pos.device)
     choice = scores.masked_fill(~pos, -1.0).argmax(dim=1)
@@ -177,14 +181,11 @@ def fair_negative_weights(
     Returns:
         ``[B, B]`` float weights, rows summing to 1 (or 0).
     """
-    check_embeddings(z)
-    clusters = check_labels(clusters, z.shape[0], "clusters", allow_negative=False)
+    check_embeddings("z", z, shape="[B, d]")
+    clusters = check_ids("clusters", clusters, size=z.shape[0])
     k = int(num_clusters) if num_clusters is not None else int(clusters.max()) + 1
-    if int(clusters.max()) >= k:
-        row = int((clusters >= k).nonzero()[0])
-        raise ValueError(f"`clusters` must be < num_clusters={k}; row {row} holds {int(clusters[row])}")
-    if epsilon < 0:
-        raise ValueError(f"`epsilon` must be >= 0, got {epsilon}")
+    check_ids("clusters", clusters, k, kind="num_clusters")
+    check_positive("epsilon", epsilon, strict=False)
     d = pairwise_distances(z.detach(), normalize)
     count = torch.bincount(clusters, minlength=k).to(d.dtype)
     if cluster_freq is None:
@@ -217,9 +218,30 @@ def nearest_cluster_positive(z: torch.Tensor, clusters: torch.Tensor, normalize:
         long ``[B]``: the index of the positive, ``-1`` when the row is alone in its cluster. Suitable for
         ``nt_xent_loss(..., extra_positives=...)``.
     """
-    check_embeddings(z)
-    clusters = check_labels(clusters, z.shape[0], "clusters")
+    check_embeddings("z", z, shape="[B, d]")
+    clusters = check_ids("clusters", clusters, size=z.shape[0], allow_unknown=True)
     pos, _ = pair_masks(clusters)
     d = pairwise_distances(z.detach(), normalize).masked_fill(~pos, float("inf"))
     nearest = d.argmin(dim=1)
     return torch.where(pos.any(dim=1), nearest, -1)
+
+
+def mine_triplets(z: torch.Tensor, labels: torch.Tensor, miner: str) -> Triplets:
+    """Triplets ``(anchors, positives, negatives)`` of one batch with the named miner.
+
+    Args:
+        z: embeddings ``[B, d]``.
+        labels: class or attribute ids ``[B]`` (``-1`` rows are never used).
+        miner: ``distance`` (:func:`distance_weighted_triplets`), ``semihard`` (:func:`semihard_triplets`) or
+            ``all`` (:func:`all_triplets`).
+
+    Returns:
+        ``(anchors, positives, negatives)``, long ``[T]`` each.
+    """
+    if miner == "distance":
+        return distance_weighted_triplets(z, labels)
+    if miner == "semihard":
+        return semihard_triplets(z, labels)
+    if miner == "all":
+        return all_triplets(labels)
+    raise ValueError(f"miner={miner!r} cannot form triplets; use one of {MINERS}")

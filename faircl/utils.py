@@ -1,14 +1,34 @@
-"""Small training utilities: a differentiable all-gather and a gradient cache for large contrastive batches."""
+"""Small utilities: per-group report keys, a differentiable all-gather and a gradient cache for large batches."""
 
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import torch
 import torch.distributed as dist
 
-__all__ = ["GradientCache", "all_gather_with_grad", "is_distributed", "split_batch"]
+__all__ = ["GradientCache", "all_gather_with_grad", "group_names_or_default", "is_distributed", "per_group_items",
+           "split_batch"]
+
+
+def group_names_or_default(group_names: Sequence[str] | None, num_groups: int) -> list[str]:
+    """``group_names`` as a list when it names exactly ``num_groups`` groups, else ``group0 .. group<G-1>``."""
+    if group_names is not None and len(group_names) == num_groups:
+        return [str(g) for g in group_names]
+    return [f"group{g}" for g in range(num_groups)]
+
+
+def per_group_items(name: str, values: torch.Tensor | Iterable[float], group_names: Sequence[str]) -> dict[str, float]:
+    """Flatten a per-group vector ``[G]`` into report keys ``{"<name>/<group name>": float}``.
+
+    Raises:
+        ValueError: ``values`` and ``group_names`` differ in length.
+    """
+    vals = values.detach().cpu().reshape(-1).tolist() if isinstance(values, torch.Tensor) else [float(v) for v in values]
+    if len(vals) != len(group_names):
+        raise ValueError(f"{name} has {len(vals)} per-group values for {len(group_names)} group names")
+    return {f"{name}/{g}": float(v) for g, v in zip(group_names, vals)}
 
 
 def is_distributed() -> bool:

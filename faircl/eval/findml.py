@@ -32,7 +32,17 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["CLASSIFIERS", "evaluate_embeddings", "representation_metrics", "downstream_metrics", "rebalance_rows",
+from faircl._checks import check_choice, check_finite
+from faircl.data import DATAMODULES
+from faircl.eval.report import print_report, write_report
+from faircl.methods import METHODS
+from faircl.metrics import gaps as G
+from faircl.metrics.clustering import kmeans
+from faircl.metrics.probes import make_probe
+from faircl.metrics.representation import representation_report
+from faircl.utils import per_group_items
+
+__all__ = ["CLASSIFIERS", "evaluate_embeddings", "representation_report", "downstream_metrics", "rebalance_rows",
            "group_scores", "minority_gap", "main"]
 
 CLASSIFIERS = ("lr", "svm", "kmeans", "rf")
@@ -45,96 +55,28 @@ def _np(x: Any, dtype=None) -> np.ndarray:
     return np.asarray(x, dtype=dtype)
 
 
-def _check(emb: np.ndarray, y: np.ndarray, a: np.ndarray, name: str) -> None:
+def _check(emb: np.ndarray, labels: np.ndarray, groups: np.ndarray, name: str) -> None:
     if emb.ndim != 2:
         raise ValueError(f"{name}_emb must be [N, d], got shape {emb.shape}")
-    if len(y) != len(emb) or len(a) != len(emb):
-        raise ValueError(f"{name}: emb has {len(emb)} rows but y has {len(y)} and a has {len(a)}")
+    if len(labels) != len(emb) or len(groups) != len(emb):
+        raise ValueError(f"{name}: emb has {len(emb)} rows but y has {len(labels)} and a has {len(groups)}")
     if len(emb) == 0:
         raise ValueError(f"{name}: no rows")
-    if not np.isfinite(emb).all():
-        r = int(np.argwhere(~np.isfinite(emb))[0, 0])
-        raise ValueError(f"{name}_emb has a non-finite value in row {r}")
+    check_finite(f"{name}_emb", emb)
 
 
 def minority_gap(values: Sequence[float], sizes: Sequence[float], minority: Sequence[int],
                  higher_is_better: bool = True) -> float:
-    """``mean(rest) − mean(minority)`` (size-weighted; groups without rows or with a NaN value are left out).
-
-    For a lower-is-better score (``higher_is_better=False``, e.g. U_KL) the sign flips, so a positive gap always
-    means the minoritised groups are behind. NaN when either side has no present group.
-    """
-    v, s = np.asarray(values, dtype=np.float64), np.asarray(sizes, dtype=np.float64)
-    present = (s > 0) & ~np.isnan(v)
-    is_min = np.zeros(len(v), dtype=bool)
-    is_min[list(minority)] = True
-    lo, hi = present & is_min, present & ~is_min
-    if not lo.any() or not hi.any():
-        return float("nan")
-    gap = np.average(v[hi], weights=s[hi]) - np.average(v[lo], weights=s[lo])
-    return float(gap if higher_is_better else -gap)
+    """``mean(rest) − mean(minority)`` as a float (:func:`faircl.metrics.gaps.minority_gap`)."""
+    return float(G.minority_gap(torch.as_tensor(values, dtype=torch.float64),
+                                torch.as_tensor(sizes, dtype=torch.float64), minority, higher_is_better))
 
 
 def _gaps(prefix: str, per_group: np.ndarray, sizes: np.ndarray, higher_is_better: bool,
           minority: Sequence[int] | None) -> dict[str, float]:
-    from faircl.metrics.gaps import all_gaps
-
-    out = {k: float(v) for k, v in all_gaps(torch.as_tensor(per_group), torch.as_tensor(sizes),
-                                            higher_is_better=higher_is_better, prefix=f"{prefix}_gap").items()}
-    if minority:
-        out[f"{prefix}_gap_minority"] = minority_gap(per_group, sizes, minority, higher_is_better)
-    return out
-
-
-# ---------------------------------------------------------------------------------------------- representation
-def representation_metrics(
-    emb: Any,
-    y: Any,
-    a: Any,
-    *,
-    num_classes: int,
-    num_groups: int,
-    group_names: Sequence[str],
-    ks: Sequence[int] = (1,),
-    minority_groups: Sequence[int] | None = None,
-    seed: int = 0,
-) -> dict[str, float]:
-    """Overall and per-group Recall@k, NMI and U_KL of test embeddings, with their gaps (finDML Definitions 1–3).
-
-    Args:
-        emb: embeddings ``[N, d]`` (L2-normalised or not: the metrics define their distance).
-        y: classes ``[N]``; a: attribute ids ``[N]`` (``-1`` = unknown: used as neighbours, not as a group).
-        num_classes / num_groups: label ranges; group_names: ``G`` display names.
-        ks: the k of Recall@k.
-        minority_groups: the minoritised group ids (adds ``*_gap_minority``).
-        seed: K-means seed of the NMI clustering.
-
-    Returns:
-        Flat dict: ``recall@1``, ``recall@1/<group>``, ``recall@1_gap_<reducer>``, … likewise ``nmi`` and ``ukl``.
-    """
-    from faircl import metrics
-
-    z = torch.as_tensor(_np(emb, np.float32))
-    yy = torch.as_tensor(_np(y, np.int64))
-    aa = torch.as_tensor(_np(a, np.int64))
-    sizes = np.bincount(aa[aa >= 0].numpy(), minlength=num_groups).astype(np.float64)
-    # name -> (metric, update arguments, overall key, per-group key) of faircl.metrics.embedding
-    found: dict[str, tuple[Any, tuple, str, str]] = {
-        f"recall@{k}": (metrics.GroupRecallAtK(k=k, num_groups=num_groups), (z, yy, aa), "recall", "group_recall")
-        for k in sorted({int(k) for k in ks})}
-    found["nmi"] = (metrics.GroupNMI(num_classes=num_classes, num_groups=num_groups, seed=seed), (z, yy, aa), "nmi",
-                    "group_nmi")
-    found["ukl"] = (metrics.GroupUniformityKL(num_groups=num_groups), (z, aa), "uniformity_kl", "group_uniformity_kl")
-    report: dict[str, float] = {}
-    for name, (metric, args, overall_key, group_key) in found.items():
-        metric.update(*args)
-        result = metric.compute()
-        per_group = _np(result[group_key], np.float64)
-        report[name] = float(result[overall_key])
-        for g, v in enumerate(per_group.tolist()):
-            report[f"{name}/{group_names[g]}"] = float(v)
-        report.update(_gaps(name, per_group, sizes, name != "ukl", minority_groups))
-    return report
+    gaps = G.all_gaps(torch.as_tensor(per_group), torch.as_tensor(sizes), higher_is_better=higher_is_better,
+                      prefix=f"{prefix}_gap", minority=minority)
+    return {k: float(v) for k, v in gaps.items()}
 
 
 # ---------------------------------------------------------------------------------------------- downstream
@@ -142,8 +84,7 @@ def rebalance_rows(y: np.ndarray, a: np.ndarray, by: str = "cell", seed: int = 0
     """Row indices of a re-balanced copy: every class / group / (class, group) cell undersampled to the smallest
     non-empty one (seeded). ``by="none"`` keeps every row. Rows with unknown ``a`` are dropped unless ``by="class"``.
     """
-    if by not in REBALANCE:
-        raise ValueError(f"rebalance={by!r} is not one of {REBALANCE}")
+    check_choice("rebalance", by, REBALANCE)
     if by == "none":
         return np.arange(len(y))
     rng = np.random.default_rng([int(seed), 49979687])
@@ -159,40 +100,44 @@ def rebalance_rows(y: np.ndarray, a: np.ndarray, by: str = "cell", seed: int = 0
 
 
 def _make_classifier(name: str, seed: int, num_classes: int):
-    from sklearn.cluster import KMeans
     from sklearn.ensemble import RandomForestClassifier
-    from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
     from sklearn.svm import SVC
 
     if name == "lr":
-        return make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000, random_state=seed))
+        return make_probe("logistic", C=1.0, seed=seed)
     if name == "svm":
         return make_pipeline(StandardScaler(), SVC(kernel="rbf", C=1.0, random_state=seed))
     if name == "rf":
         return RandomForestClassifier(n_estimators=100, random_state=seed, n_jobs=1)
     if name == "kmeans":
-        return _KMeansClassifier(KMeans(n_clusters=num_classes, n_init=10, random_state=seed))
+        return _KMeansClassifier(num_classes, seed)
     raise ValueError(f"unknown downstream classifier {name!r}; choose from {CLASSIFIERS}")
 
 
 class _KMeansClassifier:
-    """K-means with K = number of classes; each cluster predicts the majority train class of its members."""
+    """K-means (:func:`faircl.metrics.clustering.kmeans`, 10 restarts) with K = number of classes; each cluster
+    predicts the majority train class of its members, a test row the class of its nearest centroid."""
 
-    def __init__(self, kmeans) -> None:
-        self.kmeans = kmeans
+    def __init__(self, num_clusters: int, seed: int) -> None:
+        self.num_clusters, self.seed = num_clusters, seed
+        self.centroids: torch.Tensor | None = None
         self.label_of: np.ndarray | None = None
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> _KMeansClassifier:
-        clusters = self.kmeans.fit_predict(x)
+        k = min(self.num_clusters, len(x))
+        clusters, self.centroids = kmeans(torch.as_tensor(x, dtype=torch.float64), k, seed=self.seed, n_init=10,
+                                          canonical=True)
+        clusters = clusters.numpy()
         fallback = np.bincount(y).argmax()
         self.label_of = np.array([np.bincount(y[clusters == c]).argmax() if (clusters == c).any() else fallback
-                                  for c in range(self.kmeans.n_clusters)])
+                                  for c in range(k)])
         return self
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        return self.label_of[self.kmeans.predict(x)]
+        nearest = torch.cdist(torch.as_tensor(x, dtype=torch.float64), self.centroids).argmin(1).numpy()
+        return self.label_of[nearest]
 
 
 def group_scores(y_true: np.ndarray, y_pred: np.ndarray, a: np.ndarray, num_groups: int
@@ -231,7 +176,7 @@ def downstream_metrics(
     rebalance: str = "none",
     minority_groups: Sequence[int] | None = None,
     seed: int = 0,
-    max_train: int | None = None,
+    max_rows: int | None = None,
 ) -> dict[str, float]:
     """Train each downstream classifier on the train embeddings and score it on the test embeddings.
 
@@ -242,8 +187,8 @@ def downstream_metrics(
     xtr, ytr, atr = _np(train_emb, np.float64), _np(train_y, np.int64), _np(train_a, np.int64)
     xte, yte, ate = _np(test_emb, np.float64), _np(test_y, np.int64), _np(test_a, np.int64)
     rows = rebalance_rows(ytr, atr, rebalance, seed)
-    if max_train is not None and len(rows) > max_train:
-        rows = np.sort(np.random.default_rng([int(seed), 86028121]).choice(rows, size=max_train, replace=False))
+    if max_rows is not None and len(rows) > max_rows:
+        rows = np.sort(np.random.default_rng([int(seed), 86028121]).choice(rows, size=max_rows, replace=False))
     xtr, ytr = xtr[rows], ytr[rows]
     if len(np.unique(ytr)) < 2:
         raise ValueError("downstream training needs at least two classes in the (re-balanced) train embeddings")
@@ -255,8 +200,7 @@ def downstream_metrics(
         for metric, (overall, per_group) in group_scores(yte, pred, ate, num_groups).items():
             key = f"{name}/{metric}"
             report[key] = overall
-            for g, v in enumerate(per_group.tolist()):
-                report[f"{key}/{group_names[g]}"] = float(v)
+            report.update(per_group_items(key, per_group.tolist(), group_names))
             report.update(_gaps(key, per_group, sizes, True, minority_groups))
     return report
 
@@ -274,7 +218,7 @@ def evaluate_embeddings(
     downstream_train: tuple[Any, Any, Any] | None = None,
     minority_groups: Sequence[int] | None = None,
     seed: int = 0,
-    max_train: int | None = None,
+    max_rows: int | None = None,
 ) -> dict[str, float]:
     """The whole finDML evaluation of frozen embeddings as one flat report.
 
@@ -291,7 +235,7 @@ def evaluate_embeddings(
             (e.g. the original balanced train set embedded by a model trained on an imbalanced one, finDML §6.2).
         minority_groups: the minoritised group ids (adds ``*_gap_minority`` entries).
         seed: seeds K-means, the classifiers and the re-balancing draw.
-        max_train: at most this many downstream train rows (seeded subset).
+        max_rows: at most this many downstream train rows (seeded subset).
 
     Returns:
         Flat ``{name: float}`` report (NaN where a score is undefined, e.g. a group absent from the test set).
@@ -316,13 +260,13 @@ def evaluate_embeddings(
             raise ValueError(f"{split}_a holds a group outside [-1, {num_groups})")
     if minority_groups is not None and any(not 0 <= g < num_groups for g in minority_groups):
         raise ValueError(f"minority_groups {list(minority_groups)} outside [0, {num_groups})")
-    report = representation_metrics(te[0], te[1], te[2], num_classes=num_classes, num_groups=num_groups,
+    report = representation_report(te[0], te[1], te[2], num_classes=num_classes, num_groups=num_groups,
                                     group_names=names, ks=ks, minority_groups=minority_groups, seed=seed)
     if classifiers:
         ds = tr if downstream_train is None else tuple(_np(v) for v in downstream_train)
         report.update(downstream_metrics(*ds, *te, num_classes=num_classes, num_groups=num_groups, group_names=names,
                                          classifiers=classifiers, rebalance=rebalance,
-                                         minority_groups=minority_groups, seed=seed, max_train=max_train))
+                                         minority_groups=minority_groups, seed=seed, max_rows=max_rows))
     return report
 
 
@@ -350,10 +294,8 @@ def _node(cfg: dict[str, Any], key: str) -> tuple[str | None, dict[str, Any]]:
 
 def build_datamodule(cfg: dict[str, Any], **overrides: Any):
     """The DataModule of a faircl config (``data: {class_path, init_args}``), with ``overrides`` applied."""
-    import faircl.data
-
     name, args = _node(cfg, "data")
-    choices = faircl.data.available_datamodules()
+    choices = DATAMODULES
     short = (name or "").rsplit(".", 1)[-1]
     if short not in choices:
         raise SystemExit(f"findml: unknown datamodule {name!r}; available: {', '.join(sorted(choices))}")
@@ -363,8 +305,6 @@ def build_datamodule(cfg: dict[str, Any], **overrides: Any):
 
 def load_model(ckpt: str | Path, cfg: dict[str, Any]):
     """Rebuild a method from a checkpoint; its class comes from the config's ``model.class_path`` (or the checkpoint)."""
-    import faircl.methods
-
     ckpt = Path(ckpt)
     if not ckpt.is_file():
         raise SystemExit(f"findml: checkpoint {str(ckpt)!r} not found")
@@ -372,7 +312,7 @@ def load_model(ckpt: str | Path, cfg: dict[str, Any]):
     if name is None:
         hp = torch.load(ckpt, map_location="cpu", weights_only=False).get("hyper_parameters", {})
         name = hp.get("_class_path")
-    choices = faircl.methods.available_methods()
+    choices = METHODS
     short = (name or "").rsplit(".", 1)[-1]
     if short not in choices:
         raise SystemExit(f"findml: cannot tell the method of {str(ckpt)!r} (model.class_path {name!r}); available: "
@@ -389,7 +329,7 @@ def embed(model, loader, max_rows: int | None = None) -> tuple[torch.Tensor, tor
 
 def evaluate_checkpoint(ckpt: str | Path, config: str | Path, *, ks: Sequence[int] = (1,),
                         classifiers: Sequence[str] = CLASSIFIERS, rebalance: str = "none",
-                        balanced_downstream: bool = False, seed: int = 0, max_train: int | None = None,
+                        balanced_downstream: bool = False, seed: int = 0, max_rows: int | None = None,
                         data_overrides: Mapping[str, Any] | None = None) -> tuple[dict[str, float], dict[str, Any]]:
     """Load a checkpoint and its datamodule config, embed train and test, and run :func:`evaluate_embeddings`.
 
@@ -402,7 +342,7 @@ def evaluate_checkpoint(ckpt: str | Path, config: str | Path, *, ks: Sequence[in
     dm = build_datamodule(cfg, **overrides)
     dm.setup("test")
     model = load_model(ckpt, cfg)
-    train = embed(model, dm.plain_loader("train"), max_rows=max_train)
+    train = embed(model, dm.plain_loader("train"), max_rows=max_rows)
     test = embed(model, dm.plain_loader("test"))
     minority = list(getattr(dm, "imbalanced_ids", []) or []) if getattr(dm, "imbalance_by", "") == "attribute" \
         else None
@@ -410,11 +350,11 @@ def evaluate_checkpoint(ckpt: str | Path, config: str | Path, *, ks: Sequence[in
     if balanced_downstream:
         dm_bal = build_datamodule(cfg, **{**overrides, "induce_imbalance": 0, "imbalance_values": None})
         dm_bal.setup("test")
-        downstream = embed(model, dm_bal.plain_loader("train"), max_rows=max_train)[:3]
+        downstream = embed(model, dm_bal.plain_loader("train"), max_rows=max_rows)[:3]
     report = evaluate_embeddings(*train[:3], *test[:3], num_classes=dm.num_classes, num_groups=dm.num_groups,
                                  group_names=dm.group_names, ks=ks, classifiers=classifiers, rebalance=rebalance,
                                  downstream_train=downstream, minority_groups=minority or None, seed=seed,
-                                 max_train=max_train)
+                                 max_rows=max_rows)
     meta = {"checkpoint": str(ckpt), "config": str(config), "method": type(model).__name__,
             "data": type(dm).__name__, "embedding": train[3], "train_rows": int(len(train[0])),
             "test_rows": int(len(test[0])), "minority_groups": [dm.group_names[g] for g in (minority or [])],
@@ -435,15 +375,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     p.add_argument("--rebalance", default="none", choices=REBALANCE, help="re-balance the downstream train set")
     p.add_argument("--balanced-downstream", action="store_true",
                    help="train downstream classifiers on the train split without the induced imbalance")
-    p.add_argument("--max-train", type=int, default=None, help="at most this many train rows")
+    p.add_argument("--max-rows", type=int, default=None, help="at most this many train rows")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data-dir", default=None, help="override data.init_args.data_dir")
     args = p.parse_args(argv)
     overrides = {"data_dir": args.data_dir} if args.data_dir else {}
     report, meta = evaluate_checkpoint(args.ckpt, args.config, ks=args.k, classifiers=args.classifiers,
                                        rebalance=args.rebalance, balanced_downstream=args.balanced_downstream,
-                                       seed=args.seed, max_train=args.max_train, data_overrides=overrides)
-    from faircl.eval.report import print_report, write_report
+                                       seed=args.seed, max_rows=args.max_rows, data_overrides=overrides)
 
     out = Path(args.out) if args.out else Path(args.ckpt).resolve().parent / "findml"
     print_report(report, title=f"finDML: {meta['method']} on {meta['data']} ({meta['embedding']})")

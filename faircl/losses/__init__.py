@@ -8,6 +8,7 @@ from .adversarial import Decorrelation, GradientReversal, GradientReversalLayer,
 from .ccd import ccd_bandwidth, ccd_bias_loss, ccd_kernel, ccd_rep_loss
 from .margin import MarginLoss, contrastive_pair_loss, multi_similarity_loss, triplet_margin_loss
 from .ntxent import nt_xent_loss
+from .pairs import Triplets, all_triplets, pair_masks, pairwise_distances
 from .supcon import cs_infonce_loss, fcl_loss, supcon_loss
 
 __all__ = [
@@ -15,6 +16,8 @@ __all__ = [
     "GradientReversal",
     "GradientReversalLayer",
     "MarginLoss",
+    "Triplets",
+    "all_triplets",
     "ccd_bandwidth",
     "ccd_bias_loss",
     "ccd_kernel",
@@ -26,6 +29,8 @@ __all__ = [
     "grad_reverse",
     "multi_similarity_loss",
     "nt_xent_loss",
+    "pair_masks",
+    "pairwise_distances",
     "supcon_loss",
     "triplet_margin_loss",
 ]

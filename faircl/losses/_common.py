@@ -32,49 +32,6 @@ def as_float(z: torch.Tensor) -> torch.Tensor:
     return z.to(torch.promote_types(z.dtype, torch.float32))
 
 
-def check_embeddings(z: torch.Tensor, name: str = "z") -> None:
-    """Raise a clear error unless ``z`` is a floating ``[B, d]`` tensor."""
-    if not isinstance(z, torch.Tensor):
-        raise TypeError(f"`{name}` must be a torch.Tensor of shape [B, d], got {type(z).__name__}")
-    if z.dim() != 2:
-        raise ValueError(f"`{name}` must have shape [B, d], got shape {tuple(z.shape)}")
-    if not z.is_floating_point():
-        raise TypeError(f"`{name}` must be a floating tensor, got dtype {z.dtype}")
-
-
-def check_nonempty(z: torch.Tensor, name: str = "z") -> None:
-    if z.shape[0] == 0:
-        raise ValueError(f"`{name}` is empty (0 rows); a contrastive loss needs at least one embedding")
-
-
-def check_labels(labels: torch.Tensor, batch: int, name: str, allow_negative: bool = True) -> torch.Tensor:
-    """Check that ``labels`` is an integer vector ``[batch]``; return it as long.
-
-    Negative entries mean "unknown" where ``allow_negative`` is True and are an error otherwise.
-    """
-    if not isinstance(labels, torch.Tensor):
-        raise TypeError(f"`{name}` must be an integer torch.Tensor of shape [{batch}], got {type(labels).__name__}")
-    if labels.dim() != 1 or labels.shape[0] != batch:
-        raise ValueError(f"`{name}` must have shape [{batch}] (one entry per embedding row), got {tuple(labels.shape)}")
-    if labels.is_floating_point() or labels.dtype == torch.bool or labels.is_complex():
-        raise TypeError(f"`{name}` must hold integers, got dtype {labels.dtype}")
-    labels = labels.long()
-    if not allow_negative and labels.numel() and bool((labels < 0).any()):
-        row = int((labels < 0).nonzero()[0])
-        raise ValueError(f"`{name}` must be >= 0; row {row} holds {int(labels[row])}")
-    return labels
-
-
-def check_temperature(temperature: float) -> None:
-    if not float(temperature) > 0:
-        raise ValueError(f"`temperature` must be > 0, got {temperature}")
-
-
-def check_reduction(reduction: str, allowed: tuple[str, ...] = REDUCTIONS) -> None:
-    if reduction not in allowed:
-        raise ValueError(f"`reduction` must be one of {allowed}, got {reduction!r}")
-
-
 def compact_ids(*keys: torch.Tensor) -> torch.Tensor:
     """Map rows of several integer key vectors ``[B]`` to dense ids ``0..K-1`` (equal rows, equal id)."""
     combined = torch.zeros_like(keys[0])
@@ -199,40 +156,3 @@ def _blockwise_logsumexp(zf: torch.Tensor, block: torch.Tensor, temperature: flo
     sim.masked_fill_(keep.logical_not_(), float("-inf"))
     lse_sorted = torch.logsumexp(sim, dim=2)[sorted_ids, slot]
     return torch.empty_like(lse_sorted).index_copy(0, order, lse_sorted)
-
-
-def pairwise_distances(z: torch.Tensor, normalize: bool = True) -> torch.Tensor:
-    """Euclidean distances ``[B, B]`` (after L2 normalisation if asked), with a gradient-safe square root.
-
-    The squared distances are clamped at 1e-12 before the root, so identical rows give ~1e-6 (not 0) and a
-    finite gradient; the diagonal is exactly 0.
-    """
-    zf = z.to(torch.promote_types(z.dtype, torch.float32))
-    if normalize:
-        zf = F.normalize(zf, dim=1)
-    sq = (zf * zf).sum(dim=1)
-    d2 = (sq[:, None] + sq[None, :] - 2.0 * zf @ zf.T).clamp(min=1e-12)
-    d = d2.sqrt()
-    return d * (1 - torch.eye(d.shape[0], dtype=d.dtype, device=d.device))
-
-
-def pair_masks(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Positive (same known label, not self) and negative (both known, different) masks ``[B, B]``."""
-    known = labels >= 0
-    both = known[:, None] & known[None, :]
-    same = labels[:, None] == labels[None, :]
-    eye = torch.eye(labels.shape[0], dtype=torch.bool, device=labels.device)
-    return both & same & ~eye, both & ~same
-
-
-def all_triplets(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Every valid triplet ``(a, p, n)``: ``y_p = y_a``, ``p ≠ a``, ``y_n ≠ y_a`` (unknown labels excluded).
-
-    Builds a ``[B, B, B]`` mask: meant for batches of a few hundred rows.
-    """
-    if not isinstance(labels, torch.Tensor) or labels.dim() != 1:
-        raise ValueError(f"`labels` must be an integer tensor [B], got {getattr(labels, 'shape', type(labels))}")
-    labels = check_labels(labels, labels.shape[0], "labels")
-    pos, neg = pair_masks(labels)
-    a, p, n = (pos[:, :, None] & neg[:, None, :]).nonzero(as_tuple=True)
-    return a, p, n

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._common import check_embeddings
+from faircl._checks import check_embeddings
 
 
 class GradientReversal(torch.autograd.Function):
@@ -112,8 +112,8 @@ class Decorrelation(nn.Module):
         self.regressor = nn.Sequential(nn.Linear(dim_sa, hidden), nn.ReLU(), nn.Linear(hidden, dim_targ))
 
     def forward(self, z_targ: torch.Tensor, z_sa: torch.Tensor) -> torch.Tensor:
-        check_embeddings(z_targ, "z_targ")
-        check_embeddings(z_sa, "z_sa")
+        check_embeddings("z_targ", z_targ, shape="[B, d]")
+        check_embeddings("z_sa", z_sa, shape="[B, d]")
         if z_targ.shape[1] != self.dim_targ or z_sa.shape[1] != self.dim_sa or z_targ.shape[0] != z_sa.shape[0]:
             raise ValueError(
                 f"expected z_targ [B, {self.dim_targ}] and z_sa [B, {self.dim_sa}], got {tuple(z_targ.shape)} and {tuple(z_sa.shape)}"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from ._common import check_embeddings, full_precision
+from faircl._checks import check_embeddings
+
+from ._common import full_precision
 
 
 def _check_tuples(attr_embeddings: torch.Tensor, neutral: torch.Tensor) -> None:
@@ -13,7 +15,7 @@ def _check_tuples(attr_embeddings: torch.Tensor, neutral: torch.Tensor) -> None:
             "`attr_embeddings` must be a tensor [G, N, d] (G attribute versions of N contents), got shape "
             f"{tuple(getattr(attr_embeddings, 'shape', ()))}"
         )
-    check_embeddings(neutral, "neutral")
+    check_embeddings("neutral", neutral, shape="[N, d]")
     if attr_embeddings.shape[1:] != neutral.shape:
         raise ValueError(
             f"`attr_embeddings` [G, N, d] and `neutral` [N, d] disagree: {tuple(attr_embeddings.shape)} vs {tuple(neutral.shape)}"
@@ -72,8 +74,8 @@ def ccd_rep_loss(neutral: torch.Tensor, neutral_original: torch.Tensor, reductio
         neutral_original: ``[N, d]`` the same texts through the frozen original encoder.
         reduction: ``"mean"`` over the N contents (default), ``"sum"`` or ``"none"`` (``[N]``).
     """
-    check_embeddings(neutral, "neutral")
-    check_embeddings(neutral_original, "neutral_original")
+    check_embeddings("neutral", neutral, shape="[N, d]")
+    check_embeddings("neutral_original", neutral_original, shape="[N, d]")
     if neutral.shape != neutral_original.shape:
         raise ValueError(
             f"`neutral` and `neutral_original` must have the same shape [N, d], got {tuple(neutral.shape)} and {tuple(neutral_original.shape)}"

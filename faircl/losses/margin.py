@@ -11,17 +11,18 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._common import all_triplets, check_embeddings, check_labels, full_precision, pair_masks, pairwise_distances
+from faircl._checks import check_embeddings, check_ids
 
-Triplets = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+from ._common import full_precision
+from .pairs import Triplets, all_triplets, pair_masks, pairwise_distances
 
 
 def _triplets(z: torch.Tensor, labels: torch.Tensor | None, triplets: Triplets | None) -> Triplets:
-    check_embeddings(z)
+    check_embeddings("z", z, shape="[B, d]")
     if triplets is None:
         if labels is None:
             raise ValueError("pass `labels` [B] or `triplets` (anchors, positives, negatives)")
-        return all_triplets(check_labels(labels, z.shape[0], "labels"))
+        return all_triplets(check_ids("labels", labels, size=z.shape[0], allow_unknown=True))
     if len(triplets) != 3:
         raise ValueError(f"`triplets` must be (anchors, positives, negatives), got {len(triplets)} tensors")
     a, p, n = (torch.as_tensor(t, dtype=torch.long, device=z.device) for t in triplets)
@@ -125,7 +126,7 @@ class MarginLoss(nn.Module):
         if self.per_class:
             if labels is None:
                 raise ValueError("a per-class β needs `labels` [B] to look up each anchor's class")
-            labels = check_labels(labels, z.shape[0], "labels", allow_negative=False)
+            labels = check_ids("labels", labels, size=z.shape[0])
             if labels.numel() and int(labels.max()) >= self.beta.shape[0]:
                 raise ValueError(f"`labels` must be < num_classes={self.beta.shape[0]} for a per-class β, got {int(labels.max())}")
             beta = self.beta[labels[a]]
@@ -166,8 +167,8 @@ def contrastive_pair_loss(
         neg_margin: γ, distance beyond which negative pairs cost nothing.
         normalize: L2-normalise ``z`` first.
     """
-    check_embeddings(z)
-    labels = check_labels(labels, z.shape[0], "labels")
+    check_embeddings("z", z, shape="[B, d]")
+    labels = check_ids("labels", labels, size=z.shape[0], allow_unknown=True)
     pos_mask, neg_mask = pair_masks(labels)
     with full_precision(z.device.type):
         d = pairwise_distances(z, normalize)
@@ -194,8 +195,8 @@ def multi_similarity_loss(
     ``1/α log(1 + Σ_{p∈P(i)} exp(−α(s_ip − λ))) + 1/β log(1 + Σ_{n∈N(i)} exp(β(s_in − λ)))``,
     averaged over all anchors (λ = ``base``). Rows with label ``-1`` form no pair.
     """
-    check_embeddings(z)
-    labels = check_labels(labels, z.shape[0], "labels")
+    check_embeddings("z", z, shape="[B, d]")
+    labels = check_ids("labels", labels, size=z.shape[0], allow_unknown=True)
     pos_mask, neg_mask = pair_masks(labels)
     with full_precision(z.device.type):
         zf = z.to(torch.promote_types(z.dtype, torch.float32))

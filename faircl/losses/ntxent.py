@@ -5,16 +5,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ._common import (
-    as_float,
-    check_embeddings,
-    check_labels,
-    check_nonempty,
-    check_reduction,
-    check_temperature,
-    contrastive_terms,
-    full_precision,
-)
+from faircl._checks import check_choice, check_embeddings, check_ids, check_positive
+
+from ._common import REDUCTIONS, as_float, contrastive_terms, full_precision
 
 
 def _expand_pairs(m: torch.Tensor, n: int) -> torch.Tensor:
@@ -60,13 +53,12 @@ def nt_xent_loss(
     Returns:
         A scalar, or ``[2N]`` per-anchor terms for ``reduction="none"``.
     """
-    check_embeddings(z1, "z1")
-    check_embeddings(z2, "z2")
-    check_nonempty(z1, "z1")
+    check_embeddings("z1", z1, shape="[N, d]", nonempty=True)
+    check_embeddings("z2", z2, shape="[N, d]")
     if z1.shape != z2.shape:
         raise ValueError(f"`z1` and `z2` must have the same shape [N, d], got {tuple(z1.shape)} and {tuple(z2.shape)}")
-    check_temperature(temperature)
-    check_reduction(reduction)
+    check_positive("temperature", temperature)
+    check_choice("reduction", reduction, REDUCTIONS)
     n = z1.shape[0]
     z = torch.cat([z1, z2], dim=0)
     example = torch.arange(n, device=z.device)
@@ -83,7 +75,7 @@ def nt_xent_loss(
         same_example = torch.eye(n, dtype=torch.bool, device=z.device).repeat(2, 2)
         positive = same_example & ~eye
         if extra_positives is not None:
-            extra = check_labels(extra_positives, n, "extra_positives")
+            extra = check_ids("extra_positives", extra_positives, size=n, allow_unknown=True)
             if bool((extra >= n).any()):
                 row = int((extra >= n).nonzero()[0])
                 raise ValueError(f"`extra_positives` must index the batch (< {n}); row {row} holds {int(extra[row])}")

@@ -8,15 +8,9 @@ from __future__ import annotations
 
 import torch
 
-from ._common import (
-    check_embeddings,
-    check_labels,
-    check_nonempty,
-    check_reduction,
-    check_temperature,
-    compact_ids,
-    contrastive_terms,
-)
+from faircl._checks import check_choice, check_embeddings, check_ids, check_positive
+
+from ._common import compact_ids, contrastive_terms
 
 SUPCON_REDUCTIONS = ("mean", "sum", "none", "confair")
 
@@ -64,11 +58,10 @@ def supcon_loss(
         A scalar (or ``[B]`` for ``"none"``). With no anchor having a positive, an exact 0 that still
         back-propagates (zero gradients).
     """
-    check_embeddings(z)
-    check_nonempty(z)
-    labels = check_labels(labels, z.shape[0], "labels")
-    check_temperature(temperature)
-    check_reduction(reduction, SUPCON_REDUCTIONS)
+    check_embeddings("z", z, shape="[B, d]", nonempty=True)
+    labels = check_ids("labels", labels, size=z.shape[0], allow_unknown=True)
+    check_positive("temperature", temperature)
+    check_choice("reduction", reduction, SUPCON_REDUCTIONS)
     terms, num_pos = contrastive_terms(z, labels, temperature, normalize)
     return _reduce_supcon(terms, num_pos, reduction)
 
@@ -104,13 +97,12 @@ def fcl_loss(
     Returns:
         A scalar (or ``[B]`` for ``"none"``); 0 that back-propagates when no anchor has a positive.
     """
-    check_embeddings(z)
-    check_nonempty(z)
+    check_embeddings("z", z, shape="[B, d]", nonempty=True)
     batch = z.shape[0]
-    labels = check_labels(labels, batch, "labels", allow_negative=conditioning != "class")
-    groups = check_labels(groups, batch, "groups")
-    check_temperature(temperature)
-    check_reduction(reduction, SUPCON_REDUCTIONS)
+    labels = check_ids("labels", labels, size=batch, allow_unknown=conditioning != "class")
+    groups = check_ids("groups", groups, size=batch, allow_unknown=True)
+    check_positive("temperature", temperature)
+    check_choice("reduction", reduction, SUPCON_REDUCTIONS)
     if conditioning == "none":
         terms, num_pos = contrastive_terms(z, groups, temperature, normalize)
         return _reduce_supcon(terms, num_pos, reduction)
@@ -172,16 +164,15 @@ def cs_infonce_loss(
     Returns:
         A scalar (or ``[2N]``); 0 that back-propagates when every cell holds a single example.
     """
-    check_embeddings(z1, "z1")
-    check_embeddings(z2, "z2")
-    check_nonempty(z1, "z1")
+    check_embeddings("z1", z1, shape="[N, d]", nonempty=True)
+    check_embeddings("z2", z2, shape="[N, d]")
     if z1.shape != z2.shape:
         raise ValueError(f"`z1` and `z2` must have the same shape [N, d], got {tuple(z1.shape)} and {tuple(z2.shape)}")
     n = z1.shape[0]
-    labels = check_labels(labels, n, "labels", allow_negative=False)
-    groups = check_labels(groups, n, "groups")
-    check_temperature(temperature)
-    check_reduction(reduction, CS_REDUCTIONS)
+    labels = check_ids("labels", labels, size=n)
+    groups = check_ids("groups", groups, size=n, allow_unknown=True)
+    check_positive("temperature", temperature)
+    check_choice("reduction", reduction, CS_REDUCTIONS)
 
     example = torch.arange(n, device=z1.device)
     known = groups >= 0

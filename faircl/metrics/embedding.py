@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities import dim_zero_cat
 
+from faircl._checks import check_choice, check_embeddings, check_ids, check_positive, check_rows
 from faircl.metrics import gaps as G
-from faircl.metrics._order import canonical_order
-from faircl.metrics.functional import check_labels
+from faircl.metrics.clustering import kmeans
 
 __all__ = [
     "CCEDGap",
@@ -29,34 +28,14 @@ __all__ = [
     "cced",
     "cluster_balance",
     "group_mean",
-    "kmeans",
     "knn_hits",
     "nmi",
     "uniformity_kl",
 ]
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# checks
-# ----------------------------------------------------------------------------------------------------------------
-
 def _check_embeddings(x: Tensor, name: str = "embeddings") -> Tensor:
-    if not isinstance(x, Tensor) or x.ndim != 2:
-        shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
-        raise ValueError(f"{name} must be a tensor of shape [N, D], got {shape}")
-    if not x.is_floating_point():
-        raise ValueError(f"{name} must be floating point, got dtype {x.dtype}")
-    bad = ~torch.isfinite(x)
-    if bad.any():
-        row = int(bad.any(1).nonzero()[0, 0])
-        raise ValueError(f"{name} contains a non-finite value at row {row}")
-    return x
-
-
-def _check_rows(n: int, **tensors: Tensor) -> None:
-    for name, t in tensors.items():
-        if t.shape[0] != n:
-            raise ValueError(f"{name} must have {n} rows like embeddings, got {t.shape[0]}")
+    return check_embeddings(name, x, finite=True)
 
 
 def _float(x: Tensor) -> Tensor:
@@ -88,9 +67,8 @@ def knn_hits(embeddings: Tensor, labels: Tensor, k: int = 1, distance: str = "eu
     x = _float(_check_embeddings(embeddings))
     labels = labels.to(x.device)
     n = x.shape[0]
-    _check_rows(n, labels=labels)
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
+    check_rows("labels", labels, n)
+    check_positive("k", k, minimum=1)
     if n < 2:
         return torch.full((n,), float("nan"), device=x.device)
     k = min(k, n - 1)
@@ -101,7 +79,7 @@ def knn_hits(embeddings: Tensor, labels: Tensor, k: int = 1, distance: str = "eu
         # argmin ‖q − x‖² = argmax 2 q·x − ‖x‖²
         bias = -(x * x).sum(1)
     else:
-        raise ValueError(f"distance must be 'euclidean' or 'cosine', got {distance!r}")
+        check_choice("distance", distance, ("euclidean", "cosine"))
     step = chunk_size or max(1, (1 << 24) // n)
     xt = x.t()
     hits = torch.empty(n, dtype=torch.bool, device=x.device)
@@ -170,24 +148,6 @@ def nmi(labels: Tensor, clusters: Tensor) -> Tensor:
     return mi / ((_entropy(joint.sum(1)) + _entropy(joint.sum(0))) / 2)
 
 
-def kmeans(embeddings: Tensor, num_clusters: int, seed: int = 0, n_init: int = 10) -> tuple[Tensor, Tensor]:
-    """K-means (scikit-learn, k-means++, ``n_init`` restarts, fixed ``seed``) on the rows in canonical order.
-
-    Returns:
-        ``(assignment [N] int64 in the input order, centroids [K, D] float64)``.
-    """
-    from sklearn.cluster import KMeans
-
-    x = _check_embeddings(embeddings).detach().cpu().double().numpy()
-    if x.shape[0] < num_clusters:
-        raise ValueError(f"K-means with num_clusters={num_clusters} needs at least as many rows, got {x.shape[0]}")
-    order = canonical_order(x)
-    km = KMeans(n_clusters=num_clusters, n_init=n_init, random_state=seed).fit(x[order])
-    assign = np.empty(x.shape[0], dtype=np.int64)
-    assign[order] = km.labels_
-    return torch.from_numpy(assign), torch.from_numpy(km.cluster_centers_)
-
-
 def uniformity_kl(embeddings: Tensor) -> Tensor:
     """``U_KL(X) = D_KL(U ‖ S(X))`` (finDML eq. 1): uniform vs the normalised singular values of ``X`` ``[N, D]``.
 
@@ -216,7 +176,7 @@ def cluster_balance(embeddings: Tensor, num_clusters: int = 4, seed: int = 0, n_
         balanced, ``1/K`` at best); ``entropy`` = ``−Σ_c p_c log2 p_c`` of the cluster sizes in bits (``log2 K`` at
         most); ``separation`` = mean Euclidean distance between the ``K(K−1)/2`` pairs of centroids.
     """
-    assign, centroids = kmeans(embeddings, num_clusters, seed=seed, n_init=n_init)
+    assign, centroids = kmeans(_check_embeddings(embeddings), num_clusters, seed=seed, n_init=n_init, canonical=True)
     sizes = torch.bincount(assign, minlength=num_clusters)
     p = sizes.double() / sizes.sum()
     nz = p[p > 0]
@@ -270,8 +230,8 @@ class _EmbeddingMetric(Metric):
 
     def __init__(self, num_groups: int | None, num_classes: int | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
-        if num_groups is not None and num_groups < 1:
-            raise ValueError(f"num_groups must be >= 1, got {num_groups}")
+        if num_groups is not None:
+            check_positive("num_groups", num_groups, minimum=1)
         self.num_groups = num_groups
         self.num_classes = num_classes
         self.add_state("embeddings", default=[], dist_reduce_fx="cat")
@@ -283,15 +243,12 @@ class _EmbeddingMetric(Metric):
         n = x.shape[0]
         self.embeddings.append(x.detach().float())
         if labels is not None:
-            if self.num_classes is not None:
-                labels = check_labels(labels, "labels", self.num_classes)
-            else:
-                labels = check_labels(labels, "labels", None)
-            _check_rows(n, labels=labels)
+            labels = check_ids("labels", labels, self.num_classes)
+            check_rows("labels", labels, n)
             self.labels.append(labels)
         if groups is not None:
-            groups = check_labels(groups, "groups", self.num_groups, allow_unknown=True, kind="num_groups")
-            _check_rows(n, groups=groups)
+            groups = check_ids("groups", groups, self.num_groups, allow_unknown=True, kind="num_groups")
+            check_rows("groups", groups, n)
             self.groups.append(groups)
 
     def _cat(self, name: str) -> Tensor | None:
@@ -327,10 +284,8 @@ class GroupRecallAtK(_EmbeddingMetric):
     def __init__(self, k: int, num_groups: int, distance: str = "euclidean", chunk_size: int | None = None,
                  **kwargs) -> None:
         super().__init__(num_groups, **kwargs)
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
-        if distance not in ("euclidean", "cosine"):
-            raise ValueError(f"distance must be 'euclidean' or 'cosine', got {distance!r}")
+        check_positive("k", k, minimum=1)
+        check_choice("distance", distance, ("euclidean", "cosine"))
         self.k, self.distance, self.chunk_size = k, distance, chunk_size
 
     def update(self, embeddings: Tensor, labels: Tensor, groups: Tensor) -> None:
@@ -368,8 +323,7 @@ class GroupNMI(_EmbeddingMetric):
                  n_init: int = 10, **kwargs) -> None:
         super().__init__(num_groups, num_classes=num_classes, **kwargs)
         self.num_clusters = num_clusters or num_classes
-        if self.num_clusters < 1:
-            raise ValueError(f"num_clusters must be >= 1, got {self.num_clusters}")
+        check_positive("num_clusters", self.num_clusters, minimum=1)
         self.seed, self.n_init = seed, n_init
 
     def update(self, embeddings: Tensor, labels: Tensor, groups: Tensor) -> None:
@@ -378,7 +332,7 @@ class GroupNMI(_EmbeddingMetric):
 
     def compute(self) -> dict[str, Tensor]:
         x, y, g = self._gathered()
-        clusters, _ = kmeans(x, self.num_clusters, self.seed, self.n_init)
+        clusters, _ = kmeans(x, self.num_clusters, seed=self.seed, n_init=self.n_init, canonical=True)
         y, g = y.cpu(), g.cpu()
         per_group = torch.stack([nmi(y[g == a], clusters[g == a]) for a in range(self.num_groups)])
         sizes = torch.bincount(g[g >= 0], minlength=self.num_groups)
@@ -424,8 +378,7 @@ class ClusterBalance(_EmbeddingMetric):
 
     def __init__(self, num_clusters: int = 4, seed: int = 0, n_init: int = 10, **kwargs) -> None:
         super().__init__(None, **kwargs)
-        if num_clusters < 2:
-            raise ValueError(f"num_clusters must be >= 2, got {num_clusters}")
+        check_positive("num_clusters", num_clusters, minimum=2)
         self.num_clusters, self.seed, self.n_init = num_clusters, seed, n_init
 
     def update(self, embeddings: Tensor) -> None:

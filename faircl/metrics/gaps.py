@@ -9,6 +9,8 @@ take no part. A gap is NaN when it cannot be formed (fewer than two groups prese
 * :func:`worst_vs_rest`: the rest minus the worst group (positive = the worst group is behind).
 * :func:`top_vs_bottom_half`: first half of the groups minus the second half, in id order (the paper's 3 lightest vs
   3 darkest Fitzpatrick skin tones) or in value order.
+* :func:`minority_gap`: the other groups minus the named minoritised groups (the paper's "minoritized vs
+  majoritized", e.g. the groups shrunk by an induced imbalance).
 
 Means over several groups are size-weighted by default, which for a per-query average such as Recall@k equals the
 score of the pooled rows.
@@ -21,7 +23,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-__all__ = ["all_gaps", "majority_minority", "top_vs_bottom_half", "worst_vs_rest"]
+__all__ = ["all_gaps", "majority_minority", "minority_gap", "top_vs_bottom_half", "worst_vs_rest"]
 
 
 def _prepare(values: Tensor, sizes: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -121,11 +123,33 @@ def top_vs_bottom_half(values: Tensor, sizes: Tensor, by: str | Sequence[int] = 
     return _mean(values[top], sizes[top], weighted) - _mean(values[bottom], sizes[bottom], weighted)
 
 
-def all_gaps(values: Tensor, sizes: Tensor, higher_is_better: bool = True, prefix: str = "gap") -> dict[str, Tensor]:
-    """The three reducers in a dict: ``{prefix}_majority_minority``, ``{prefix}_worst_vs_rest``,
-    ``{prefix}_top_vs_bottom_half`` (id order)."""
-    return {
+def minority_gap(values: Tensor, sizes: Tensor, minority: Sequence[int], higher_is_better: bool = True,
+                 weighted: bool = True) -> Tensor:
+    """``mean(rest) − mean(minority)`` over the present groups (size-weighted by default).
+
+    For a lower-is-better score (``higher_is_better=False``, e.g. U_KL) the sign flips, so a positive gap always
+    means the minoritised groups are behind. NaN when either side has no present group.
+    """
+    values, sizes, present = _prepare(values, sizes)
+    is_min = torch.zeros(values.shape[0], dtype=torch.bool)
+    ids = [int(g) for g in minority if 0 <= int(g) < values.shape[0]]
+    is_min[ids] = True
+    lo, hi = present & is_min, present & ~is_min
+    if not bool(lo.any()) or not bool(hi.any()):
+        return _nan(values)
+    gap = _mean(values[hi], sizes[hi], weighted) - _mean(values[lo], sizes[lo], weighted)
+    return gap if higher_is_better else -gap
+
+
+def all_gaps(values: Tensor, sizes: Tensor, higher_is_better: bool = True, prefix: str = "gap",
+             minority: Sequence[int] | None = None) -> dict[str, Tensor]:
+    """The reducers in a dict: ``{prefix}_majority_minority``, ``{prefix}_worst_vs_rest``,
+    ``{prefix}_top_vs_bottom_half`` (id order), and ``{prefix}_minority`` when ``minority`` names groups."""
+    out = {
         f"{prefix}_majority_minority": majority_minority(values, sizes),
         f"{prefix}_worst_vs_rest": worst_vs_rest(values, sizes, higher_is_better=higher_is_better),
         f"{prefix}_top_vs_bottom_half": top_vs_bottom_half(values, sizes),
     }
+    if minority:
+        out[f"{prefix}_minority"] = minority_gap(values, sizes, minority, higher_is_better)
+    return out

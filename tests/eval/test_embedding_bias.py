@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from faircl.data.pairs import BiasIRQuery, CrowsPair, SeatTest, StereoSetItem
+from faircl.eval.bias_datasets import BiasIRQuery, CrowsPair, SeatTest, StereoSetItem
 from faircl.eval import embedding_bias as eb
 
 

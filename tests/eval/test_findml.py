@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from faircl.eval.findml import (downstream_metrics, evaluate_embeddings, group_scores, minority_gap, rebalance_rows,
-                                representation_metrics)
+                                representation_report)
 
 NAMES = ["g0", "g1", "g2"]
 
@@ -39,7 +39,7 @@ def _brute_recall(x, y, a, k, g):
 
 def test_per_group_recall_at_k_by_brute_force():
     x, y, a = _blobs()
-    rep = representation_metrics(x, y, a, num_classes=3, num_groups=3, group_names=NAMES, ks=(1, 3))
+    rep = representation_report(x, y, a, num_classes=3, num_groups=3, group_names=NAMES, ks=(1, 3))
     for k in (1, 3):
         for g, name in enumerate(NAMES):
             assert rep[f"recall@{k}/{name}"] == pytest.approx(_brute_recall(x, y, a, k, g))
@@ -58,7 +58,7 @@ def test_per_group_nmi_matches_sklearn_and_ukl_the_formula():
     x = centres[y] + rng.normal(scale=0.5, size=(30, 3))
     x[0] = centres[1]  # one row of class 0 sits in cluster 1: group 0's NMI drops below 1
     a = np.tile([0, 1], 15)
-    rep = representation_metrics(x, y, a, num_classes=3, num_groups=2, group_names=["g0", "g1"])
+    rep = representation_report(x, y, a, num_classes=3, num_groups=2, group_names=["g0", "g1"])
     clusters = KMeans(3, n_init=10, random_state=0).fit_predict(x)
     for g in (0, 1):
         assert rep[f"nmi/g{g}"] == pytest.approx(normalized_mutual_info_score(y[a == g], clusters[a == g]))
@@ -77,7 +77,7 @@ def test_gaps_literal_and_minority_gap():
     assert minority_gap(values, sizes, [1], higher_is_better=False) == pytest.approx(0.5 - (0.9 * 50 + 0.7 * 30) / 80)
     assert math.isnan(minority_gap(values, sizes, [3]))
     x, y, a = _blobs()
-    rep = representation_metrics(x, y, a, num_classes=3, num_groups=3, group_names=NAMES, minority_groups=[2])
+    rep = representation_report(x, y, a, num_classes=3, num_groups=3, group_names=NAMES, minority_groups=[2])
     counts = np.bincount(a[a >= 0], minlength=3)
     r = [rep[f"recall@1/{n}"] for n in NAMES]
     assert rep["recall@1_gap_majority_minority"] == pytest.approx(r[int(counts.argmax())] - r[int(counts.argmin())])

@@ -244,7 +244,7 @@ def test_bad_value_in_a_later_block_names_its_row():
         F.confusion_counts(p, t, g, 2, 3, out=torch.zeros(3, 2, 2, dtype=torch.long))
     with pytest.raises(ValueError, match=r"chunk_rows must be >= 1"):
         F.confusion_counts(p, t, g, 2, 3, chunk_rows=0)
-    with pytest.raises(ValueError, match=r"target must hold integer ids, got dtype torch.bool"):
+    with pytest.raises(TypeError, match=r"target must hold integer ids, got dtype torch.bool"):
         F.confusion_counts(p, t.bool(), g, 2, 3)
 
 
@@ -470,7 +470,7 @@ def test_bad_inputs_name_the_argument_and_value():
         F.group_confusion(torch.randn(3, 3), t, g, 2, 2)
     with pytest.raises(ValueError, match=r"preds holds floating-point scores"):
         F.group_confusion(torch.tensor([0.0, 1.0, 1.0]), t, g, 2, 2)
-    with pytest.raises(ValueError, match=r"target must hold integer ids"):
+    with pytest.raises(TypeError, match=r"target must hold integer ids"):
         F.group_confusion(p, t.float(), g, 2, 2)
     with pytest.raises(ValueError, match=r"groups must have shape \[N\]"):
         F.group_confusion(p, t, g.view(3, 1), 2, 2)

@@ -65,15 +65,15 @@ def test_half_precision_features_and_row_order():
     assert c.compute().item() == a.compute().item()
 
 
-def test_max_train_is_seeded_and_deterministic():
+def test_max_rows_is_seeded_and_deterministic():
     tr_x, tr_a = _split(2000, seed=7)
     te_x, te_a = _split(300, seed=8)
-    v1 = linear_leakage(tr_x, tr_a, te_x, te_a, max_train=200)
-    v2 = linear_leakage(tr_x, tr_a, te_x, te_a, max_train=200)
+    v1 = linear_leakage(tr_x, tr_a, te_x, te_a, max_rows=200)
+    v2 = linear_leakage(tr_x, tr_a, te_x, te_a, max_rows=200)
     assert v1 == v2
     from faircl.metrics.leakage import fit_leakage_probe
-    w1 = fit_leakage_probe(tr_x, tr_a, max_train=200)[-1].coef_
-    w2 = fit_leakage_probe(tr_x, tr_a, max_train=200, random_state=1)[-1].coef_
+    w1 = fit_leakage_probe(tr_x, tr_a, max_rows=200)[-1].coef_
+    w2 = fit_leakage_probe(tr_x, tr_a, max_rows=200, seed=1)[-1].coef_
     w_all = fit_leakage_probe(tr_x, tr_a)[-1].coef_
     assert not np.allclose(w1, w2) and not np.allclose(w1, w_all)  # the cap really subsamples, per seed
     assert 0.5 < v1 <= 1.0
