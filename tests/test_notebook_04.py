@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from faircl.data.pairs import AttributeLexicon, CDA, read_texts
+from faircl.data.counterfactual import AttributeLexicon, CDA, read_texts
 from faircl.eval.embedding_bias import save_random_bert
 
 NB = Path(__file__).resolve().parents[1] / "notebooks" / "04_fair_embeddings.ipynb"

@@ -6,7 +6,6 @@ A batch is a dict: ``x`` (tensor or list of strings), ``y`` (long), ``a`` (long,
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,30 +14,21 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from faircl.data import samplers
+from faircl.data.io import UNKNOWN_VALUES, DataError, is_unknown, located
+from faircl.data.summary import print_count_table
+
+__all__ = ["DataError", "FairDataModule", "FairDataset", "encode_groups", "SPLITS", "SAMPLERS"]
+
 SPLITS = ("train", "val", "test")
 SAMPLERS = ("random", "group_balanced", "stratified", "samples_per_class")
-
-
-class DataError(ValueError):
-    """Bad input data: the message names the file, column and row where it can."""
-
-
-def _where(source: str | None, column: str | None = None, row: int | None = None) -> str:
-    parts = []
-    if source:
-        parts.append(f"file {source!r}")
-    if column:
-        parts.append(f"column {column!r}")
-    if row is not None:
-        parts.append(f"row {row}")
-    return (" (" + ", ".join(parts) + ")") if parts else ""
 
 
 def encode_groups(
     columns: Sequence[Sequence[Any]],
     *,
     names: Sequence[str] | None = None,
-    unknown: Sequence[Any] = ("x", "", None, "nan", "unknown", -1, "-1"),
+    unknown: Sequence[Any] = UNKNOWN_VALUES,
     categories: Sequence[Sequence[Any]] | None = None,
 ) -> tuple[np.ndarray, list[str]]:
     """Map one or several attribute columns to a single group id (intersectional groups).
@@ -50,7 +40,7 @@ def encode_groups(
     Args:
         columns: one sequence of raw values per attribute column, all of length N.
         names: optional display names for the raw values are not needed; kept for symmetry (unused).
-        unknown: raw values that mean "unknown".
+        unknown: raw values that mean "unknown" (default :data:`faircl.data.io.UNKNOWN_VALUES`).
         categories: per column, the ordered list of known values (default: sorted observed values).
 
     Returns:
@@ -61,15 +51,9 @@ def encode_groups(
     n = len(columns[0])
     if any(len(c) != n for c in columns):
         raise ValueError("encode_groups: attribute columns have different lengths")
-    unknown_set = {str(u).strip().lower() for u in unknown if u is not None}
-
-    def is_unknown(v: Any) -> bool:
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            return True
-        return str(v).strip().lower() in unknown_set
-
+    unknown = tuple(unknown)
     if categories is None:
-        categories = [sorted({str(v).strip() for v in col if not is_unknown(v)}) for col in columns]
+        categories = [sorted({str(v).strip() for v in col if not is_unknown(v, unknown)}) for col in columns]
     else:
         categories = [[str(c).strip() for c in cats] for cats in categories]
     lookup = [{c: i for i, c in enumerate(cats)} for cats in categories]
@@ -79,7 +63,7 @@ def encode_groups(
         gid = 0
         for col, lk, size in zip(columns, lookup, sizes):
             v = col[r]
-            if is_unknown(v):
+            if is_unknown(v, unknown):
                 gid = -1
                 break
             key = str(v).strip()
@@ -141,21 +125,21 @@ class FairDataset(Dataset):
         n = len(x)
         if len(self.y) != n or len(self.a) != n:
             raise DataError(
-                f"x has {n} rows but y has {len(self.y)} and a has {len(self.a)}{_where(source)}"
+                f"x has {n} rows but y has {len(self.y)} and a has {len(self.a)}{located(source)}"
             )
         bad = torch.nonzero((self.y < 0) | (self.y >= self.num_classes)).flatten()
         if len(bad):
             r = int(bad[0])
             raise DataError(
                 f"label {int(self.y[r])} outside [0, {self.num_classes}) in {len(bad)} row(s), first at"
-                f"{_where(source, y_column, r)}"
+                f"{located(source, y_column, r)}"
             )
         bad = torch.nonzero((self.a < -1) | (self.a >= self.num_groups)).flatten()
         if len(bad):
             r = int(bad[0])
             raise DataError(
                 f"attribute id {int(self.a[r])} outside [-1, {self.num_groups}) in {len(bad)} row(s), first at"
-                f"{_where(source, a_column, r)}"
+                f"{located(source, a_column, r)}"
             )
 
     def __len__(self) -> int:
@@ -263,7 +247,7 @@ class FairDataModule(L.LightningDataModule):
             for name, ds in splits.items():
                 if len(ds) == 0:
                     raise DataError(
-                        f"{type(self).__name__}: the {name!r} split is empty{_where(ds.source)}; check the data "
+                        f"{type(self).__name__}: the {name!r} split is empty{located(ds.source)}; check the data "
                         "directory and the split options"
                     )
             if self.two_views:
@@ -296,8 +280,6 @@ class FairDataModule(L.LightningDataModule):
         """Print the (class × group) count table of every split (rank 0 only)."""
         if getattr(self, "trainer", None) is not None and not self.trainer.is_global_zero:
             return
-        from faircl.eval.report import print_count_table
-
         for name in SPLITS:
             print_count_table(
                 splits[name].counts(),
@@ -326,8 +308,6 @@ class FairDataModule(L.LightningDataModule):
                 sampler = torch.utils.data.RandomSampler(ds, generator=g)
             return DataLoader(ds, batch_size=self.batch_size, sampler=sampler, drop_last=len(ds) > self.batch_size,
                               **common)
-        from faircl.data import samplers
-
         kw = dict(num_replicas=world, rank=rank, seed=self.seed)
         if self.sampler == "group_balanced":
             bs = samplers.GroupBalancedBatchSampler(ds.a, self.batch_size, **kw)

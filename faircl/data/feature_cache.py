@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from faircl.models.encoders import HFTextEncoder, resolve_text_model_dir
+
 #: bump when the stored format or the encoding procedure changes
 CACHE_VERSION = 1
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack")
@@ -89,8 +91,6 @@ class FeatureCache:
 
     def key(self, texts: Sequence[str], model_dir: str | Path | None, pooling: str, max_length: int) -> str:
         """Content hash naming the cache entry of these texts under this encoder configuration."""
-        from faircl.models.encoders import resolve_text_model_dir
-
         spec = {
             "version": CACHE_VERSION,
             "texts": texts_digest(texts),
@@ -138,8 +138,6 @@ class FeatureCache:
         return np.load(path, mmap_mode="r")
 
     def _encode(self, texts: list[str], model_dir, pooling: str, max_length: int, label: str) -> np.ndarray:
-        from faircl.models.encoders import HFTextEncoder
-
         enc = HFTextEncoder(model_dir=None if model_dir is None else str(model_dir), pooling=pooling, freeze=True,
                             max_length=max_length).to(self.device).eval()
         out = np.zeros((len(texts), enc.out_dim), dtype=np.float32)

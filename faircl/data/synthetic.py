@@ -16,6 +16,8 @@ import numpy as np
 import torch
 
 from faircl.data.base import FairDataModule, FairDataset
+from faircl.data.text.base import make_eda
+from faircl.data.vocab import WordVocab
 
 
 def biased_attributes(y: np.ndarray, num_groups: int, bias: float, rng: np.random.Generator) -> np.ndarray:
@@ -214,8 +216,6 @@ class SynthBios(FairDataModule):
             raw[split] = ([self._bio(int(p), int(g), rng) for p, g in zip(y, a)], y, a)
         transform = None
         if self.representation == "tokens":
-            from faircl.data.vocab import WordVocab
-
             self.vocab = transform = WordVocab(raw["train"][0], max_len=self.max_len)
         return {
             split: FairDataset(texts, y, a, num_classes=len(self.class_names), num_groups=2, transform=transform,
@@ -228,8 +228,6 @@ class SynthBios(FairDataModule):
         return len(self.vocab) if self.representation == "tokens" else 0
 
     def view_transform(self) -> Callable:
-        from faircl.data.text import make_eda
-
         return make_eda(self.eda_p, self.seed, synonyms=self.eda_synonyms)
 
 

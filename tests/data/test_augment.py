@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from faircl.data import augment
+from faircl.data.augment import text as augment
 from faircl.data.augment import (
     EDA,
     BackTranslationAug,

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from faircl.data.llm_augment import (
+from faircl.data.counterfactual.llm import (
     LLMAugmenter,
     LLMError,
     OpenAIChatBackend,
@@ -18,7 +18,7 @@ from faircl.data.llm_augment import (
     extract_json_object,
     parse_reply,
 )
-from faircl.data.pairs import CDA, AttributeLexicon, CounterfactualTuples
+from faircl.data.counterfactual import CDA, AttributeLexicon, CounterfactualTuples
 
 
 class FakeLLM:

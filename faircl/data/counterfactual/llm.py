@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from faircl.data.pairs import CDA, NEUTRAL, AttributeLexicon, PolarityReport, polarity_check
+from faircl.data.counterfactual.cda import CDA, PolarityReport, polarity_check
+from faircl.data.counterfactual.lexicon import NEUTRAL, AttributeLexicon
 
 Message = dict[str, str]
 
@@ -364,7 +365,7 @@ class LLMAugmenter:
 
         Each round augments ``texts``; if it is not the last round, the failed tuple with the highest confidence
         (not used before) is corrected and added to the few-shot examples. The paper corrects by hand;
-        ``correct(text, failed_tuple) -> {version: text}`` does it here (default: :class:`~faircl.data.pairs.CDA`
+        ``correct(text, failed_tuple) -> {version: text}`` does it here (default: :class:`~faircl.data.counterfactual.cda.CDA`
         with this lexicon, i.e. a rule-based correction; pass a function that asks a person to label by hand).
 
         Returns:

@@ -7,14 +7,10 @@ import json
 import pytest
 
 from faircl.data.base import DataError
-from faircl.data.pairs import (
+from faircl.data.counterfactual import (
     CDA,
     AttributeLexicon,
     CounterfactualTuples,
-    load_crows_pairs,
-    load_grep_bias_ir,
-    load_seat,
-    load_stereoset_intrasentence,
     make_cda_tuples,
     occurrences,
     polarity,
@@ -22,6 +18,7 @@ from faircl.data.pairs import (
     read_tuple_file,
     write_tuple_file,
 )
+from faircl.eval.bias_datasets import load_crows_pairs, load_grep_bias_ir, load_seat, load_stereoset_intrasentence
 
 
 @pytest.fixture(scope="module")
