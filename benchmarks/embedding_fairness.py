@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from faircl.data.pairs import CDA, AttributeLexicon, make_cda_tuples, read_texts  # noqa: E402
+from faircl.data.counterfactual import CDA, AttributeLexicon, make_cda_tuples, read_texts  # noqa: E402
 from faircl.eval import embedding_bias as eb  # noqa: E402
 
 SOURCES = ("bias_in_bios_samples/*.csv", "gap_coreference/gap-development.tsv", "gap_coreference/gap-test.tsv",
@@ -65,7 +65,7 @@ def train_ccd(beta: float, tuples: dict[str, list[tuple[str, ...]]], args) -> tu
     import lightning as L
 
     from faircl.data.base import FairDataModule
-    from faircl.data.pairs import TupleDataset
+    from faircl.data.counterfactual import TupleDataset
     from faircl.methods.ccd import CCD
     from faircl.testing import quiet_trainer_kwargs
 

@@ -36,8 +36,8 @@ from faircl.testing import quiet_trainer_kwargs  # noqa: E402
 
 METHODS: dict[str, tuple[str, dict[str, Any], bool]] = {
     "CE": ("CE", {}, False),
-    "ConFair": ("ConFair", {"lam": 1.0, "temperature": 0.01}, False),
-    "OneStageCL": ("OneStageCL", {"lam": 1.0, "gamma": 0.3}, True),
+    "ConFair": ("ConFair", {"lambda_fair": 1.0, "temperature": 0.01}, False),
+    "OneStageCL": ("OneStageCL", {"lambda_cs": 1.0, "gamma": 0.3}, True),
     "Adv": ("Adversarial", {"lambda_adv": 1.0, "conditional": True}, False),
     "DiverseAdv": ("DiverseAdversarial", {"lambda_adv": 1.0, "conditional": True, "n_adv": 3}, False),
 }

@@ -56,12 +56,12 @@ def _models(backbone: str) -> dict[str, torch.nn.Module]:
     common = dict(num_classes=NUM_CLASSES, num_groups=NUM_GROUPS, input_dim=3, encoder="timm",
                   encoder_kwargs={"model_name": backbone}, leakage=False)
     torch.manual_seed(0)
-    fair = FairSamplingSimCLR(pretrain_epochs=0, **common)  # epoch 0 is already the fair phase
+    fair = FairSamplingSimCLR(stage1_epochs=0, **common)  # epoch 0 is already the fair phase
     fair.cluster_ids = torch.arange(4096) % fair.hparams.num_clusters
     fair.cluster_freq.copy_(torch.tensor([0.4, 0.3, 0.2, 0.1]))
     return {
         "CE": CE(**common),
-        "PARADE": PARADE(alpha_sa=0.1, rho=500.0, **common),
+        "PARADE": PARADE(lambda_sa=0.1, lambda_sep=500.0, **common),
         "SimCLR": SimCLR(**common),
         "FairSamplingSimCLR": fair,
     }

@@ -111,15 +111,15 @@ def method_grid(epochs: int) -> dict[str, tuple[str, dict[str, Any], bool]]:
     first = max(1, math.ceil(epochs * 0.6))
     return {
         "CE": ("CE", {}, False),
-        "ConFair (Con_*)": ("ConFair", {"lam": 1.0, "temperature": 0.01}, False),
-        "Con_*^ft": ("ConFair", {"lam": 1.0, "temperature": 0.01, "pipeline": True, "contrastive_epochs": first},
+        "ConFair (Con_*)": ("ConFair", {"lambda_fair": 1.0, "temperature": 0.01}, False),
+        "Con_*^ft": ("ConFair", {"lambda_fair": 1.0, "temperature": 0.01, "pipeline": True, "stage1_epochs": first},
                      False),
-        "OneStageCL": ("OneStageCL", {"lam": 1.0, "gamma": 0.3, "temperature": 0.1}, True),
-        "TwoStageCL": ("TwoStageCL", {"lam": 1.0, "temperature": 0.1, "contrastive_epochs": first}, True),
+        "OneStageCL": ("OneStageCL", {"lambda_cs": 1.0, "gamma": 0.3, "temperature": 0.1}, True),
+        "TwoStageCL": ("TwoStageCL", {"lambda_cs": 1.0, "temperature": 0.1, "stage1_epochs": first}, True),
         "Adv": ("Adversarial", {"lambda_adv": 1.0, "conditional": True}, False),
         "DiverseAdv": ("DiverseAdversarial", {"lambda_adv": 1.0, "conditional": True, "n_adv": 3,
                                               "lambda_diff": 100.0}, False),
-        "INLP": ("INLP", {"pretrain_epochs": first, "n_clf": 20, "probe": "logistic"}, False),
+        "INLP": ("INLP", {"stage1_epochs": first, "n_clf": 20, "probe": "logistic"}, False),
     }
 
 
@@ -223,11 +223,12 @@ def lambda_sweep(feats: FrozenFeatures, epochs: int, seeds: list[int], lams: dic
 
     first = max(1, math.ceil(epochs * 0.6))
     out: dict[str, list] = {}
-    for name, cls, views, extra in (("TwoStageCL", TwoStageCL, True, {"temperature": 0.1, "contrastive_epochs": first}),
-                                    ("ConFair", ConFair, False, {"temperature": 0.01})):
+    for name, cls, views, key, extra in (
+            ("TwoStageCL", TwoStageCL, True, "lambda_cs", {"temperature": 0.1, "stage1_epochs": first}),
+            ("ConFair", ConFair, False, "lambda_fair", {"temperature": 0.01})):
         out[name] = []
         for lam in lams[name]:
-            reps = [fit_test(cls, {"lam": lam, **extra}, with_views(feats, views), epochs, s)[0] for s in seeds]
+            reps = [fit_test(cls, {key: lam, **extra}, with_views(feats, views), epochs, s)[0] for s in seeds]
             mean = {k: float(np.mean([r[k] for r in reps])) for k, _ in COLUMNS}
             std = {k: float(np.std([r[k] for r in reps])) for k, _ in COLUMNS}
             out[name].append((lam, mean, std))

@@ -76,7 +76,7 @@ def settings(quick: bool) -> dict:
         "utk_dml_epochs": 1 if quick else 6,
         "utk_ssl_epochs": 1 if quick else 6,
         "utk_pretrain": 0 if quick else 3,
-        "parade": dict(alpha_sa=0.1, rho=500.0),
+        "parade": dict(lambda_sa=0.1, lambda_sep=500.0),
         "dml": dict(loss="margin", miner="distance", embed_dim=128, lr=1e-3),
         "ssl": dict(temperature=0.5, proj_dim=128, num_clusters=4, epsilon=0.1, lr=1e-3),
     }
@@ -182,7 +182,7 @@ def run_ssl(method: str, dataset: str, seed: int, cfg: dict, data_dir: Path | No
     dm.setup("fit")
     common = dict(num_classes=dm.num_classes, num_groups=dm.num_groups, input_dim=3, leakage=False, **enc,
                   **cfg["ssl"])
-    model = SimCLR(**common) if method == "SimCLR" else FairSamplingSimCLR(pretrain_epochs=pre, **common)
+    model = SimCLR(**common) if method == "SimCLR" else FairSamplingSimCLR(stage1_epochs=pre, **common)
     trainer = _trainer(epochs)
     trainer.fit(model, datamodule=dm)
     trainer.test(model, datamodule=dm, verbose=False)
@@ -371,7 +371,7 @@ def write_report(out: Path, cfg: dict, dml: dict, ssl: dict, total: float, quick
           "`configs/{dml,parade,simclr,fair_sampling_simclr}/utkface.yaml` use resnet18 at 64 px for real runs.",
           f"- DML: margin loss (β₀ = 1.2, γ = 0.2) + distance-weighted mining, SPC-n batches (UTKFace 4 classes × 16, "
           f"digits 10 × 6), embedding 128-d, Adam lr 1e-3. PARADE: same target objective, α_SA = "
-          f"{cfg['parade']['alpha_sa']}, ρ = {cfg['parade']['rho']}.",
+          f"{cfg['parade']['lambda_sa']}, ρ = {cfg['parade']['lambda_sep']}.",
           "- finDML evaluation (`faircl.eval.findml.evaluate_embeddings`) on the test embeddings `z`: Recall@1, NMI "
           "(K-means, K = classes), U_KL; gaps: `minority` = size-weighted mean over the other groups − mean over the "
           "shrunk groups (positive = the minoritised groups are behind; for U_KL, lower is better so the sign is "

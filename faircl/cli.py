@@ -1,7 +1,7 @@
 """``faircl fit|validate|test|predict --config configs/<method>/<dataset>.yaml``.
 
-Every :class:`~faircl.methods.base.FairModule` and :class:`~faircl.data.base.FairDataModule` subclass in the package is
-selectable by class name (``--model ConFair --data HateSpeech``). ``num_classes``, ``num_groups`` and ``input_dim`` are
+The methods of :data:`faircl.methods.METHODS` and the datamodules of ``faircl.data.DATAMODULES`` are selectable by
+class name (``--model ConFair --data HateSpeech``). ``num_classes``, ``num_groups`` and ``input_dim`` are
 linked from the datamodule into the model. After ``test`` a fairness report is printed and written as
 ``report.json`` / ``report.md`` in the run's log directory.
 """
@@ -15,8 +15,9 @@ from pathlib import Path
 from lightning.pytorch.cli import LightningCLI
 
 import faircl.data
-import faircl.methods
 from faircl.data.base import FairDataModule
+from faircl.eval.report import print_report, write_report
+from faircl.methods import METHODS
 from faircl.methods.base import FairModule
 
 TRAINER_DEFAULTS = {
@@ -35,8 +36,6 @@ class FairCLI(LightningCLI):
             parser.link_arguments(f"data.{attr}", f"model.init_args.{attr}", apply_on="instantiate")
 
     def after_test(self) -> None:
-        from faircl.eval.report import print_report, write_report
-
         report = getattr(self.model, "test_report", None)
         if not report or not self.trainer.is_global_zero:
             return
@@ -47,6 +46,12 @@ class FairCLI(LightningCLI):
         path = write_report(report, log_dir, meta=meta)
         print_report(report, title=f"{meta['method']} on {meta['data']} — test")
         print(f"report written to {path} and {path.with_suffix('.md')}")
+
+
+def datamodules() -> dict[str, type[FairDataModule]]:
+    """The selectable datamodules by class name (``faircl.data.DATAMODULES``)."""
+    registry = getattr(faircl.data, "DATAMODULES", None)
+    return dict(registry) if registry is not None else faircl.data.available_datamodules()
 
 
 def _check_names(args: list[str]) -> None:
@@ -70,7 +75,7 @@ def _check_names(args: list[str]) -> None:
                     wanted.append((key, node))
     if not wanted:
         return
-    choices = {"model": faircl.methods.available_methods(), "data": faircl.data.available_datamodules()}
+    choices = {"model": METHODS, "data": datamodules()}
     for key, value in wanted:
         if value.endswith((".yaml", ".yml", ".json")) or "{" in value:
             continue
@@ -86,8 +91,7 @@ def main(args: list[str] | None = None, run: bool = True) -> FairCLI:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     argv = list(sys.argv[1:] if args is None else args)
-    faircl.methods.available_methods()  # import every method and datamodule so class names resolve
-    faircl.data.available_datamodules()
+    datamodules()  # every datamodule class is imported, so a class name in a config resolves
     _check_names(argv)
     return FairCLI(
         FairModule,

@@ -14,19 +14,12 @@ import lightning as L
 
 from faircl.data import BiasedFeatures
 from faircl.eval.report import print_reports, to_markdown, write_report
+from faircl.methods import CE, ConFair
 
 
 def demo_runs() -> dict[str, tuple[type, dict]]:
     """The methods the demo compares: name → (class, keyword arguments)."""
-    from faircl.methods import CE
-
-    runs: dict[str, tuple[type, dict]] = {"CE": (CE, {})}
-    try:
-        from faircl.methods import ConFair
-    except AttributeError:  # the mitigation method is not part of this build
-        return runs
-    runs["ConFair"] = (ConFair, {"lam": 1.0, "temperature": 0.01})
-    return runs
+    return {"CE": (CE, {}), "ConFair": (ConFair, {"lambda_fair": 1.0, "temperature": 0.01})}
 
 
 def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:

@@ -76,9 +76,9 @@ class Adversarial(FairModule):
             raise ValueError(f"n_adv must be >= 1, got {n_adv}")
         if lambda_diff < 0:
             raise ValueError(f"lambda_diff must be >= 0, got {lambda_diff}")
+        super().__init__(**kwargs)
         self.lambda_adv, self.conditional, self.n_adv, self.lambda_diff = lambda_adv, conditional, n_adv, lambda_diff
         self.adv_hidden, self.adv_layers, self.adv_lr = adv_hidden, adv_layers, adv_lr
-        super().__init__(**kwargs)
 
     def build_heads(self) -> None:
         super().build_heads()
@@ -86,24 +86,25 @@ class Adversarial(FairModule):
         self.discriminators = nn.ModuleList(
             Discriminator(in_dim, self.adv_hidden, self.num_groups, self.adv_layers) for _ in range(self.n_adv))
 
-    def adversary_input(self, h: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """``R(h)``, with ``onehot(y)`` appended when ``conditional`` (``[B, d (+C)]``)."""
+    def adversary_input(self, h: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """``R(h)``, with ``onehot(labels)`` appended when ``conditional`` (``[B, d (+C)]``)."""
         rev = grad_reverse(h.float(), self.lambda_adv)
         if self.conditional:
-            rev = torch.cat([rev, F.one_hot(y, self.num_classes).to(rev.dtype)], dim=1)
+            rev = torch.cat([rev, F.one_hot(labels, self.num_classes).to(rev.dtype)], dim=1)
         return rev
 
-    def adversarial_terms(self, h: torch.Tensor, y: torch.Tensor, a: torch.Tensor) -> dict[str, torch.Tensor]:
+    def adversarial_terms(self, h: torch.Tensor, labels: torch.Tensor,
+                          groups: torch.Tensor) -> dict[str, torch.Tensor]:
         """Discriminators' cross-entropy (summed over discriminators) and, for ``n_adv > 1``, the difference loss."""
-        known = a >= 0
-        inp = self.adversary_input(h[known], y[known])
+        known = groups >= 0
+        inp = self.adversary_input(h[known], labels[known])
         if not bool(known.any()):
             zero = h.sum() * 0.0  # no attribute known in this batch: a 0 that keeps the graph
             return {"adv": zero, "diff": zero} if self.n_adv > 1 else {"adv": zero}
         adv, hidden = h.new_zeros((), dtype=torch.float32), []
         for disc in self.discriminators:
             logits, hid = disc(inp)
-            adv = adv + F.cross_entropy(logits.float(), a[known])
+            adv = adv + F.cross_entropy(logits.float(), groups[known])
             hidden.append(hid)
         terms = {"adv": adv}
         if self.n_adv > 1:
@@ -119,12 +120,8 @@ class Adversarial(FairModule):
         terms["loss"] = loss
         return terms
 
-    def param_groups(self) -> list[dict[str, Any]]:
-        if self.adv_lr is None:
-            return super().param_groups()
-        disc = {id(p) for p in self.discriminators.parameters()}
-        main = [p for p in self.parameters() if p.requires_grad and id(p) not in disc]
-        return [{"params": main}, {"params": list(self.discriminators.parameters()), "lr": self.adv_lr}]
+    def module_lrs(self) -> dict[str, dict[str, float]]:
+        return {} if self.adv_lr is None else {"discriminators": {"lr": self.adv_lr}}
 
 
 class DiverseAdversarial(Adversarial):

@@ -38,6 +38,7 @@ from torchmetrics import MeanMetric
 
 from faircl.losses.ccd import ccd_bias_loss, ccd_rep_loss
 from faircl.methods.base import FairModule
+from faircl.metrics import CCEDGap
 
 RHO_ESTIMATES = ("median", "std", "mean", "variance")
 
@@ -52,8 +53,8 @@ class CCD(FairModule):
         beta: weight β of ``L_rep`` (paper: 1; ablation 0, 0.5, 1, 1.5).
         rho: fixed kernel bandwidth ρ; ``None`` estimates it at fit start (``rho_estimate``).
         rho_estimate: ``median`` (default) | ``std`` | ``mean`` | ``variance`` of the attribute-to-neutral
-            distances of the original encoder over (up to ``rho_max_tuples``) training tuples.
-        rho_max_tuples: at most this many training tuples to estimate ρ.
+            distances of the original encoder over (up to ``rho_max_rows``) training tuples.
+        rho_max_rows: at most this many training tuples to estimate ρ.
         normalize: L2-normalise the embeddings before the losses and metrics (sentence-transformers models such
             as all-MiniLM-L6-v2 are used normalised); the export then adds a Normalize module.
         restore_best: at the end of ``fit``, put back the encoder weights of the lowest validation loss.
@@ -68,7 +69,7 @@ class CCD(FairModule):
         beta: float = 1.0,
         rho: float | None = None,
         rho_estimate: str = "median",
-        rho_max_tuples: int = 1024,
+        rho_max_rows: int = 1024,
         normalize: bool = False,
         restore_best: bool = True,
         num_classes: int = 2,
@@ -93,30 +94,20 @@ class CCD(FairModule):
                          encoder_kwargs=encoder_kwargs, lr=lr, optimizer=optimizer, leakage=leakage, **kwargs)
         self.beta = float(beta)
         self.normalize = normalize
-        # The frozen original encoder f_orig of L_rep.
-        self.encoder_orig = copy.deepcopy(self.encoder)
-        self.freeze_module(self.encoder_orig)
         self.register_buffer("rho", torch.tensor(float(rho) if rho is not None else float("nan")))
         self.register_buffer("best_val_loss", torch.tensor(float("inf")))
         self._best_state: dict[str, torch.Tensor] | None = None
         self.val_history: list[tuple[int, float]] = []
-        from faircl.metrics import CCEDGap
-
         self.val_cced, self.test_cced, self.test_cced_orig = CCEDGap(), CCEDGap(), CCEDGap()
-        self.val_loss_mean, self.val_bias_mean, self.val_rep_mean = MeanMetric(), MeanMetric(), MeanMetric()
-        self.test_bias_mean, self.test_rep_mean, self.test_loss_mean = MeanMetric(), MeanMetric(), MeanMetric()
+        self.val_means = torch.nn.ModuleDict({k: MeanMetric() for k in ("loss", "bias", "rep")})
+        self.test_means = torch.nn.ModuleDict({k: MeanMetric() for k in ("loss", "bias", "rep")})
         self.test_dist_mean = torch.nn.ModuleList([MeanMetric() for _ in range(num_groups)])
 
     # ------------------------------------------------------------------ model
     def build_heads(self) -> None:
-        """CCD trains the encoder only: no classifier."""
-        self.classifier = None
-
-    def train(self, mode: bool = True) -> CCD:
-        super().train(mode)
-        if hasattr(self, "encoder_orig"):
-            self.encoder_orig.eval()  # always frozen: dropout off
-        return self
+        """No classifier; the frozen copy ``f_orig`` of the original encoder (for ``L_rep``)."""
+        self.encoder_orig = copy.deepcopy(self.encoder)
+        self.freeze_module(self.encoder_orig)
 
     def embed(self, texts: list[str] | tuple[str, ...], original: bool = False) -> torch.Tensor:
         """Embeddings ``[B, d]`` of a list of strings by the trained (or the frozen original) encoder."""
@@ -124,9 +115,9 @@ class CCD(FairModule):
         h = enc(list(texts))
         return F.normalize(h.float(), dim=-1) if self.normalize else h
 
-    def forward(self, x: Any) -> dict[str, torch.Tensor]:
-        """``x`` (list of strings) → ``{"h": [B, d]}``."""
-        return {"h": self.embed(x)}
+    def encode(self, x: Any) -> torch.Tensor:
+        """``x`` (list of strings) → ``h`` ``[B, d]``."""
+        return self.embed(x)
 
     def _check_tuples(self, x: Any) -> list[list[str]]:
         if not isinstance(x, (list, tuple)) or len(x) != self.num_groups + 1 or not all(
@@ -145,19 +136,25 @@ class CCD(FairModule):
         h = self.embed(flat, original=original).reshape(len(versions), b, -1)
         return h[:-1], h[-1]
 
-    def ccd_terms(self, x: Any) -> dict[str, torch.Tensor]:
+    def step_outputs(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
+        """``{"attribute": [B, G, d], "neutral": [B, d]}`` embeddings of a batch of tuples."""
+        attr, neutral = self.embed_tuples(batch["x"])
+        return {"attribute": attr.transpose(0, 1), "neutral": neutral}
+
+    def losses(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """``L_bias``, ``L_rep`` and ``loss = L_bias + β·L_rep`` of a batch of tuples (eqs. 2–4)."""
         if not torch.isfinite(self.rho):
             raise RuntimeError("CCD: ρ is not set; fit() estimates it at start, or pass rho=...")
-        attr, neutral = self.embed_tuples(x)
         with torch.no_grad():
-            neutral_orig = self.embed(x[-1], original=True)
-        bias = ccd_bias_loss(attr, neutral, float(self.rho))
-        rep = ccd_rep_loss(neutral, neutral_orig)
+            neutral_orig = self.embed(batch["x"][-1], original=True)
+        bias = ccd_bias_loss(out["attribute"].transpose(0, 1), out["neutral"], float(self.rho))
+        rep = ccd_rep_loss(out["neutral"], neutral_orig)
         return {"bias": bias, "rep": rep, "loss": bias + self.beta * rep}
 
-    def losses(self, batch: dict[str, Any], out: dict[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
-        return self.ccd_terms(batch["x"])
+    def ccd_terms(self, x: Any) -> dict[str, torch.Tensor]:
+        """:meth:`losses` of a batch of tuples ``x``."""
+        batch = {"x": x}
+        return self.losses(batch, self.step_outputs(batch))
 
     # ------------------------------------------------------------------ ρ
     @torch.no_grad()
@@ -190,46 +187,67 @@ class CCD(FairModule):
         super().on_fit_start()
         if torch.isfinite(self.rho):
             return
-        dm = getattr(self.trainer, "datamodule", None)
-        if dm is None or not hasattr(dm, "splits"):
+        dm = self.attached_datamodule
+        if dm is None:
             raise RuntimeError("CCD: ρ is estimated from the datamodule's training tuples; fit with a "
                                "CounterfactualTuples datamodule or pass rho=...")
         # Every process reads the same (first) tuples, so ρ is identical on all ranks.
-        rows = list(dm.splits["train"].x[: self.hparams.rho_max_tuples])
+        rows = list(dm.splits["train"].x[: self.hparams.rho_max_rows])
         self.rho.fill_(self.estimate_rho(rows))
 
-    # ------------------------------------------------------------------ steps
-    def _batch_size(self, batch: dict[str, Any]) -> int:
-        return len(batch["x"][0])
-
-    def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
-        terms = self.ccd_terms(batch["x"])
-        bs = self._batch_size(batch)
-        for name, value in terms.items():
-            self.log(f"train/{name}", value.detach().float(), on_step=True, on_epoch=True, prog_bar=name == "loss",
-                     batch_size=bs)
-        return terms["loss"]
-
-    def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
-        terms = self.ccd_terms(batch["x"])
-        bs = self._batch_size(batch)
-        self.val_loss_mean.update(terms["loss"].detach().float(), bs)
-        self.val_bias_mean.update(terms["bias"].detach().float(), bs)
-        self.val_rep_mean.update(terms["rep"].detach().float(), bs)
-        attr, neutral = self.embed_tuples(batch["x"])
-        self.val_cced.update(attr.transpose(0, 1).float(), neutral.float())
-
-    def on_validation_epoch_end(self) -> None:
-        if self.val_loss_mean.update_count == 0:
-            return
-        loss = float(self.val_loss_mean.compute())
-        values = {"val/loss": loss, "val/bias": float(self.val_bias_mean.compute()),
-                  "val/rep": float(self.val_rep_mean.compute()), "val/cced": float(self.val_cced.compute())}
-        for m in (self.val_loss_mean, self.val_bias_mean, self.val_rep_mean, self.val_cced):
+    # ------------------------------------------------------------------ metrics
+    def reset_metrics(self, stage: str) -> None:
+        if stage == "val":
+            metrics = [self.val_cced, *self.val_means.values()]
+        else:
+            metrics = [self.test_cced, self.test_cced_orig, *self.test_means.values(), *self.test_dist_mean]
+        for m in metrics:
             m.reset()
-        self.log_dict(values, sync_dist=False)
-        if self.trainer.sanity_checking:
-            return
+
+    def update_metrics(self, stage: str, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> None:
+        """Validation: mean ``loss`` / ``bias`` / ``rep`` and CCED. Test: also CCED of the original encoder and the
+        mean attribute-to-neutral distance of each group."""
+        attr, neutral = out["attribute"], out["neutral"]
+        bs = self._batch_size(batch)
+        terms = {}
+        if stage == "val" or torch.isfinite(self.rho):
+            terms = self.losses(batch, out)
+        elif stage == "test":
+            with torch.no_grad():
+                terms = {"rep": ccd_rep_loss(neutral, self.embed(batch["x"][-1], original=True))}
+        means = self.val_means if stage == "val" else self.test_means
+        for name, value in terms.items():
+            means[name].update(value.detach().float(), bs)
+        (self.val_cced if stage == "val" else self.test_cced).update(attr.float(), neutral.float())
+        if stage == "test":
+            attr_o, neutral_o = self.embed_tuples(batch["x"], original=True)
+            self.test_cced_orig.update(attr_o.transpose(0, 1).float(), neutral_o.float())
+            dist = (attr.float() - neutral.float()[:, None]).norm(dim=-1)  # [B, G]
+            for g in range(self.num_groups):
+                self.test_dist_mean[g].update(dist[:, g])
+
+    def compute_metrics(self, stage: str) -> dict[str, float]:
+        if stage == "val":
+            if self.val_means["loss"].update_count == 0:
+                return {}
+            values = {k: float(m.compute()) for k, m in self.val_means.items()}
+            values["cced"] = float(self.val_cced.compute())
+        else:
+            if self.test_cced.update_count == 0:
+                return {}
+            names = self._group_names()
+            values = {"cced": float(self.test_cced.compute()), "cced_original": float(self.test_cced_orig.compute()),
+                      "rep_distance": float(self.test_means["rep"].compute()), "rho": float(self.rho)}
+            if self.test_means["bias"].update_count:
+                values["bias_loss"] = float(self.test_means["bias"].compute())
+            for g in range(self.num_groups):
+                values[f"distance_to_neutral/{names[g]}"] = float(self.test_dist_mean[g].compute())
+        self.reset_metrics(stage)
+        return values
+
+    def on_validation_metrics(self, values: dict[str, float]) -> None:
+        """Keep the encoder weights of the lowest validation loss."""
+        loss = values["loss"]
         self.val_history.append((int(self.global_step), loss))
         if loss < float(self.best_val_loss):
             self.best_val_loss.fill_(loss)
@@ -239,47 +257,6 @@ class CCD(FairModule):
     def on_fit_end(self) -> None:
         if self.hparams.restore_best and self._best_state is not None:
             self.encoder.load_state_dict(self._best_state)
-
-    def on_test_epoch_start(self) -> None:
-        for m in (self.test_cced, self.test_cced_orig, self.test_bias_mean, self.test_rep_mean, self.test_loss_mean,
-                  *self.test_dist_mean):
-            m.reset()
-
-    def test_step(self, batch: dict[str, Any], batch_idx: int) -> None:
-        x = batch["x"]
-        attr, neutral = self.embed_tuples(x)
-        attr_o, neutral_o = self.embed_tuples(x, original=True)
-        bs = self._batch_size(batch)
-        self.test_cced.update(attr.transpose(0, 1).float(), neutral.float())
-        self.test_cced_orig.update(attr_o.transpose(0, 1).float(), neutral_o.float())
-        if torch.isfinite(self.rho):
-            bias = ccd_bias_loss(attr, neutral, float(self.rho))
-            self.test_bias_mean.update(bias.float(), bs)
-        rep = ccd_rep_loss(neutral, neutral_o)
-        self.test_rep_mean.update(rep.float(), bs)
-        dist = (attr.float() - neutral.float()[None]).norm(dim=-1)  # [G, B]
-        for g in range(self.num_groups):
-            self.test_dist_mean[g].update(dist[g])
-
-    def on_test_epoch_end(self) -> None:
-        names = self._group_names()
-        report = {"cced": float(self.test_cced.compute()), "cced_original": float(self.test_cced_orig.compute()),
-                  "rep_distance": float(self.test_rep_mean.compute()), "rho": float(self.rho)}
-        if self.test_bias_mean.update_count:
-            report["bias_loss"] = float(self.test_bias_mean.compute())
-        for g in range(self.num_groups):
-            report[f"distance_to_neutral/{names[g]}"] = float(self.test_dist_mean[g].compute())
-        report.update(self.extra_test_metrics({}))
-        self.test_report = report
-        self.log_dict({f"test/{k}": v for k, v in report.items() if math.isfinite(v)}, sync_dist=False)
-
-    def predict_step(self, batch: dict[str, Any], batch_idx: int) -> dict[str, torch.Tensor]:
-        attr, neutral = self.embed_tuples(batch["x"])
-        return {"attribute": attr.transpose(0, 1), "neutral": neutral, "idx": batch["idx"]}
-
-    def param_groups(self) -> list[dict[str, Any]]:
-        return [{"params": [p for n, p in self.named_parameters() if p.requires_grad
-                            and not n.startswith("encoder_orig.")]}]
 
     # ------------------------------------------------------------------ export
     def save_pretrained(self, path: str | Path) -> Path:

@@ -8,20 +8,21 @@ from typing import Any
 import torch
 from torch.nn import functional as F
 
+from faircl.losses import fcl_loss, supcon_loss
 from faircl.methods.base import FairModule
 
 FCL_CONDITIONING = ("none", "class")
 
 
 class ConFair(FairModule):
-    """``L_* = α·L_ce + β·(L_scl − L_fcl)`` on single-view batches (Shen et al. 2021, eq. 3).
+    """``L_* = α·L_ce + β·(L_scl − λ_fcl·L_fcl)`` on single-view batches (Shen et al. 2021, eq. 3).
 
     ``L_scl`` is SupCon with the task label, ``L_fcl`` SupCon with the protected attribute; both act on
     ``z = l2(h)``, the L2-normalised encoder output (Shen: the tanh hidden layer of ``Enc``; no extra parameters).
     Subtracting ``L_fcl`` pushes apart instances that share the attribute, mixing the groups.
 
     With ``pipeline=True`` this is ``Con_*^ft``: stage ``contrastive`` trains the encoder with ``L_scl − L_fcl``
-    only (``contrastive_epochs`` epochs), then stage ``classifier`` freezes it and trains the classifier with
+    only (``stage1_epochs`` epochs), then stage ``classifier`` freezes it and trains the classifier with
     cross-entropy (a logistic regression with the default linear classifier).
 
     Under DDP, stages leave some parameters without gradients (the heads of the other stage, the frozen
@@ -30,14 +31,14 @@ class ConFair(FairModule):
     Args:
         alpha: α, weight of ``L_ce``.
         beta: β, weight of ``L_scl − L_fcl``.
-        lam: if given, overrides α, β as in the authors' code: ``α = 1/(1+λ)``, ``β = λ/(1+λ)``.
+        lambda_fair: λ; if given, overrides α, β as in the authors' code: ``α = 1/(1+λ)``, ``β = λ/(1+λ)``.
         temperature: τ of both contrastive terms (0.01 in the authors' code).
-        fcl_weight: extra factor on ``L_fcl`` inside the bracket (1 in the paper).
+        lambda_fcl: extra factor on ``L_fcl`` inside the bracket (1 in the paper).
         fcl_conditioning: ``none`` (the paper) or ``class`` (``L_fcl`` within each class, then averaged — the
             authors' equalized-odds flavour used on some datasets).
         reduction: SupCon reduction, ``mean`` (the paper) or ``confair`` (the authors' code, ``1/(1+|P(i)|)``).
         pipeline: train ``Con_*^ft`` instead of the end-to-end ``Con_*``.
-        contrastive_epochs: epochs of the contrastive stage when ``pipeline=True``.
+        stage1_epochs: epochs of the contrastive stage when ``pipeline=True``.
         **kwargs: :class:`~faircl.methods.base.FairModule` arguments.
     """
 
@@ -45,57 +46,49 @@ class ConFair(FairModule):
         self,
         alpha: float = 1.0,
         beta: float = 1.0,
-        lam: float | None = None,
+        lambda_fair: float | None = None,
         temperature: float = 0.1,
-        fcl_weight: float = 1.0,
+        lambda_fcl: float = 1.0,
         fcl_conditioning: str = "none",
         reduction: str = "mean",
         pipeline: bool = False,
-        contrastive_epochs: int = 5,
+        stage1_epochs: int = 5,
         **kwargs: Any,
     ) -> None:
+        super().__init__(**kwargs)
         if fcl_conditioning not in FCL_CONDITIONING:
             raise ValueError(f"fcl_conditioning={fcl_conditioning!r} is not one of {FCL_CONDITIONING}")
         if reduction not in ("mean", "confair"):
             raise ValueError(f"reduction={reduction!r} must be 'mean' or 'confair'")
-        if lam is not None:
-            if lam < 0:
-                raise ValueError(f"lam must be >= 0, got {lam}")
-            alpha, beta = 1.0 / (1.0 + lam), lam / (1.0 + lam)
+        if lambda_fair is not None:
+            if lambda_fair < 0:
+                raise ValueError(f"lambda_fair must be >= 0, got {lambda_fair}")
+            alpha, beta = 1.0 / (1.0 + lambda_fair), lambda_fair / (1.0 + lambda_fair)
         if alpha < 0 or beta < 0:
             raise ValueError(f"alpha and beta must be >= 0, got {alpha} and {beta}")
-        if pipeline and contrastive_epochs < 1:
-            raise ValueError(f"contrastive_epochs must be >= 1 with pipeline=True, got {contrastive_epochs}")
-        self.alpha, self.beta, self.temperature, self.fcl_weight = alpha, beta, temperature, fcl_weight
+        if pipeline and stage1_epochs < 1:
+            raise ValueError(f"stage1_epochs must be >= 1 with pipeline=True, got {stage1_epochs}")
+        self.alpha, self.beta, self.temperature, self.lambda_fcl = alpha, beta, temperature, lambda_fcl
         self.fcl_conditioning, self.reduction = fcl_conditioning, reduction
-        self.pipeline, self.contrastive_epochs = pipeline, contrastive_epochs
-        super().__init__(**kwargs)
+        self.pipeline, self.stage1_epochs = pipeline, stage1_epochs
 
-    def forward(self, x: Any) -> dict[str, torch.Tensor]:
-        h = self.encoder(x)
-        return {"h": h, "z": F.normalize(h.float(), dim=-1), "logits": self.classifier(h)}
+    def embed_heads(self, h: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {"z": F.normalize(h.float(), dim=-1)}
 
     def stage_epochs(self) -> list[tuple[str, int | None]]:
         if self.pipeline:
-            return [("contrastive", self.contrastive_epochs), ("classifier", None)]
+            return [("contrastive", self.stage1_epochs), ("classifier", None)]
         return [("train", None)]
 
     def on_stage_start(self, stage: str) -> None:
         if stage == "classifier":
             self.freeze_module(self.encoder)
 
-    def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
-        if self.stage == "classifier" and self.encoder.training:
-            self.encoder.eval()  # Lightning re-enables train mode after validation
-        return super().training_step(batch, batch_idx)
-
-    def contrastive_terms(self, out: dict[str, torch.Tensor], y: torch.Tensor,
-                          a: torch.Tensor) -> dict[str, torch.Tensor]:
-        """``L_scl`` (SupCon on ``y``) and ``L_fcl`` (SupCon on ``a``, optionally within classes) of a batch."""
-        from faircl.losses import fcl_loss, supcon_loss
-
-        scl = supcon_loss(out["z"], y, temperature=self.temperature, normalize=False, reduction=self.reduction)
-        fcl = fcl_loss(out["z"], y, a, temperature=self.temperature, conditioning=self.fcl_conditioning,
+    def contrastive_terms(self, out: dict[str, torch.Tensor], labels: torch.Tensor,
+                          groups: torch.Tensor) -> dict[str, torch.Tensor]:
+        """``L_scl`` (SupCon on the labels) and ``L_fcl`` (SupCon on the groups, optionally within classes)."""
+        scl = supcon_loss(out["z"], labels, temperature=self.temperature, normalize=False, reduction=self.reduction)
+        fcl = fcl_loss(out["z"], labels, groups, temperature=self.temperature, conditioning=self.fcl_conditioning,
                        normalize=False, reduction=self.reduction)
         return {"scl": scl, "fcl": fcl}
 
@@ -105,7 +98,7 @@ class ConFair(FairModule):
             ce = F.cross_entropy(out["logits"].float(), y)
             return {"ce": ce, "loss": ce}
         terms = self.contrastive_terms(out, y, a)
-        contrast = terms["scl"] - self.fcl_weight * terms["fcl"]
+        contrast = terms["scl"] - self.lambda_fcl * terms["fcl"]
         if self.stage == "contrastive":
             terms["loss"] = contrast
             return terms

@@ -34,7 +34,8 @@ from torch.nn import functional as F
 
 from faircl.losses import MarginLoss, contrastive_pair_loss, multi_similarity_loss, triplet_margin_loss
 from faircl.methods.base import FairModule
-from faircl.mining import all_triplets, distance_weighted_triplets, pairwise_distances, semihard_triplets
+from faircl.metrics.representation import representation_report
+from faircl.mining import mine_triplets, pairwise_distances
 
 LOSSES = ("margin", "triplet", "contrastive", "multisimilarity", "proxynca", "arcface")
 MINERS = ("distance", "semihard", "all", "none")
@@ -62,23 +63,6 @@ def _pml_losses():
             "pip install 'faircl[dml]' (or pip install pytorch-metric-learning)"
         ) from err
     return losses
-
-
-def mine_triplets(z: torch.Tensor, labels: torch.Tensor, miner: str) -> Triplets:
-    """Triplets ``(anchors, positives, negatives)`` of one batch with the named miner (see :mod:`faircl.mining`).
-
-    Args:
-        z: embeddings ``[B, d]``.
-        labels: class or attribute ids ``[B]`` (``-1`` rows are never used).
-        miner: ``distance`` | ``semihard`` | ``all``.
-    """
-    if miner == "distance":
-        return distance_weighted_triplets(z, labels)
-    if miner == "semihard":
-        return semihard_triplets(z, labels)
-    if miner == "all":
-        return all_triplets(labels)
-    raise ValueError(f"miner={miner!r} cannot form triplets; use one of 'distance', 'semihard', 'all'")
 
 
 def mined_contrastive_loss(z: torch.Tensor, triplets: Triplets, pos_margin: float = 0.0, neg_margin: float = 1.0,
@@ -187,7 +171,7 @@ class DML(FairModule):
         ms_alpha / ms_beta / ms_base: multi-similarity hyper-parameters (2, 50, 0.5).
         arcface_margin / arcface_scale: ArcFace hyper-parameters (28.6°, 64).
         proxy_lr: learning rate of the ProxyNCA proxies / ArcFace class weights.
-        probe: train the online linear probe ``z.detach() → logits`` (for the prediction-fairness metrics).
+        online_probe: train the online linear probe ``z.detach() → logits`` (for the prediction-fairness metrics).
         recall_k: ``k`` of the per-group Recall@k reported at test (Recall@1 is always reported).
         representation_metrics: report the finDML representation metrics at test.
         **kwargs: :class:`~faircl.methods.base.FairModule` arguments (encoder, lr, ...).
@@ -210,7 +194,7 @@ class DML(FairModule):
         arcface_margin: float = 28.6,
         arcface_scale: float = 64.0,
         proxy_lr: float = 0.01,
-        probe: bool = True,
+        online_probe: bool = True,
         recall_k: int = 1,
         representation_metrics: bool = True,
         **kwargs: Any,
@@ -234,98 +218,34 @@ class DML(FairModule):
         hp = self.hparams
         self.embed = nn.Linear(self.encoder.out_dim, hp.embed_dim)
         self.objective = self._objective(self.num_classes)
-        self.classifier = nn.Linear(hp.embed_dim, self.num_classes)
+        self.add_online_probe(hp.embed_dim, on="z", trained=hp.online_probe)
 
-    def forward(self, x: Any) -> dict[str, torch.Tensor]:
-        """``x → {"h": ψ(x) [B, out_dim], "z": normalize(W h) [B, embed_dim], "logits": probe(z) [B, C]}``."""
-        h = self.encoder(x)
-        z = F.normalize(self.embed(h), dim=-1)
-        return {"h": h, "z": z, "logits": self.classifier(z.detach())}
+    def embed_heads(self, h: torch.Tensor) -> dict[str, torch.Tensor]:
+        """``{"z": normalize(W h) [B, embed_dim]}`` (the probe's ``logits`` come from ``z.detach()``)."""
+        return {"z": F.normalize(self.embed(h), dim=-1)}
 
     def losses(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         metric, num_triplets = self.objective(out["z"], batch["y"])
-        terms = {"metric": metric}
+        terms = {"metric": metric, "loss": metric}
         if num_triplets >= 0:
             terms["triplets"] = torch.tensor(float(num_triplets), device=metric.device)
-        return self._finish(terms, metric, batch, out)
+        return self.with_probe_loss(terms, batch, out)
 
-    def _finish(self, terms: dict[str, torch.Tensor], total: torch.Tensor, batch: dict[str, Any],
-                out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Add the probe's cross-entropy (it sees ``z.detach()``: no gradient reaches the embedding) and ``loss``."""
-        if self.hparams.probe:
-            terms["probe_ce"] = F.cross_entropy(out["logits"].float(), batch["y"])
-            total = total + terms["probe_ce"]
-        terms["loss"] = total
-        return terms
-
-    def param_groups(self) -> list[dict[str, Any]]:
-        """Own learning rates: β (``beta_lr``, no weight decay) and proxies / class weights (``proxy_lr``)."""
+    def module_lrs(self) -> dict[str, dict[str, float]]:
+        """Own learning rates of the objectives' parameters: β (``beta_lr``) or proxies (``proxy_lr``), no decay."""
         hp = self.hparams
-        special: dict[int, dict[str, Any]] = {}
-        for module in self.objectives():
-            lr = hp.beta_lr if module.loss == "margin" else hp.proxy_lr
-            for p in module.learnable_parameters():
-                special[id(p)] = {"lr": lr, "weight_decay": 0.0}
-        groups = [{"params": [p for p in self.parameters() if p.requires_grad and id(p) not in special]}]
-        by_lr: dict[tuple[float, float], list[nn.Parameter]] = {}
-        for p in self.parameters():
-            if id(p) in special and p.requires_grad:
-                opts = special[id(p)]
-                by_lr.setdefault((opts["lr"], opts["weight_decay"]), []).append(p)
-        groups += [{"params": ps, "lr": lr, "weight_decay": wd} for (lr, wd), ps in by_lr.items()]
-        return groups
+        lr = hp.beta_lr if hp.loss == "margin" else hp.proxy_lr
+        return {name: {"lr": lr, "weight_decay": 0.0} for name in self.objective_names()}
 
-    def objectives(self) -> list[MetricObjective]:
-        """Every metric objective of the model (PARADE adds the sensitive-attribute one)."""
-        return [self.objective]
+    def objective_names(self) -> list[str]:
+        """Attribute names of every metric objective of the model (PARADE adds the sensitive-attribute one)."""
+        return ["objective"]
 
     # ------------------------------------------------------------------ evaluation
     def extra_test_metrics(self, outputs: dict[str, torch.Tensor]) -> dict[str, float]:
-        """finDML representation metrics of the test embeddings ``z`` (see :func:`representation_report`)."""
+        """finDML representation metrics of the test embeddings ``z`` (:func:`faircl.metrics.representation_report`)."""
         if not self.hparams.representation_metrics or "z" not in outputs:
             return {}
-        return representation_report(outputs["z"], outputs["y"], outputs["a"], self.num_classes, self.num_groups,
-                                     self._group_names(), k=self.hparams.recall_k)
-
-
-def representation_report(z: torch.Tensor, y: torch.Tensor, a: torch.Tensor, num_classes: int, num_groups: int,
-                           group_names: list[str] | None = None, k: int = 1) -> dict[str, float]:
-    """Per-group Recall@1 (and @k), NMI and U_KL of embeddings with their gaps (Dullerud et al., Definitions 1–3).
-
-    Computed by :class:`faircl.metrics.GroupRecallAtK`, :class:`~faircl.metrics.GroupNMI` and
-    :class:`~faircl.metrics.GroupUniformityKL` (gaps from :mod:`faircl.metrics.gaps`).
-
-    Args:
-        z: embeddings ``[N, d]``; y: classes ``[N]``; a: attribute ids ``[N]`` (``-1`` = unknown).
-        num_classes / num_groups: label ranges.
-        group_names: display names of the groups (default ``group<g>``).
-        k: an extra ``k`` for Recall@k (besides 1).
-
-    Returns:
-        flat dict: ``recall@1`` (all queries), ``recall@1/<group>``, ``recall@1_gap_majority_minority``,
-        ``recall@1_gap_worst_vs_rest``, ``recall@1_gap_top_vs_bottom_half``; likewise ``nmi`` and ``ukl``.
-        A group absent from ``a`` has NaN values; a gap that cannot be formed is NaN.
-    """
-    from faircl import metrics
-
-    names = group_names if group_names and len(group_names) == num_groups else [f"group{g}" for g in
-                                                                                range(num_groups)]
-    z, y, a = z.float(), y.long(), a.long()
-    results: dict[str, tuple[dict[str, torch.Tensor], str, str]] = {}
-    for kk in sorted({1, int(k)}):
-        metric = metrics.GroupRecallAtK(kk, num_groups)
-        metric.update(z, y, a)
-        results[f"recall@{kk}"] = (metric.compute(), "recall", "group_recall")
-    nmi = metrics.GroupNMI(num_classes, num_groups)
-    nmi.update(z, y, a)
-    results["nmi"] = (nmi.compute(), "nmi", "group_nmi")
-    ukl = metrics.GroupUniformityKL(num_groups)
-    ukl.update(z, a)
-    results["ukl"] = (ukl.compute(), "uniformity_kl", "group_uniformity_kl")
-    report: dict[str, float] = {}
-    for name, (result, overall, per_group) in results.items():
-        report[name] = float(result[overall])
-        for g, v in enumerate(result[per_group].tolist()):
-            report[f"{name}/{names[g]}"] = float(v)
-        report.update({f"{name}_{key}": float(v) for key, v in result.items() if key.startswith("gap_")})
-    return report
+        return representation_report(outputs["z"], outputs["y"], outputs["a"], num_classes=self.num_classes,
+                                     num_groups=self.num_groups, group_names=self._group_names(),
+                                     ks=(self.hparams.recall_k,))

@@ -2,7 +2,7 @@
 
 All phases run in one ``fit``:
 
-1. ``simclr`` (``pretrain_epochs``): NT-Xent over two augmented views, τ = 0.5, 2-layer projection to 128.
+1. ``simclr`` (``stage1_epochs``): NT-Xent over two augmented views, τ = 0.5, 2-layer projection to 128.
 2. cluster phase, at the first epoch of stage ``fair``: K-means (K = 4) over the embeddings of the *whole* train
    split, gathered from every process with :meth:`~faircl.methods.base.FairModule.collect` (identical, ``idx``-sorted
    data on every rank) and clustered by a seeded float64 K-means, so every rank computes the same partition as a
@@ -22,7 +22,7 @@ cluster sizes, bits) and ``cluster/separation`` (mean distance between centroids
 test embeddings (``cluster_dominance``, ...) and a logistic-regression linear probe on frozen ``h``
 (``probe_accuracy``, ``probe_f1``, ``probe_auc``).
 
-The training partition uses this module's own :func:`kmeans` (pure torch, float64, seeded k-means++), whose result
+The training partition uses :func:`faircl.metrics.clustering.kmeans` (pure torch, float64, seeded k-means++), whose result
 depends only on the gathered data and the seed, not on thread counts or the number of processes. An online linear classifier on the
 detached ``h`` provides ``logits`` so the prediction-fairness metrics are reported as for every method; it does not
 influence the representation.
@@ -33,73 +33,14 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch import nn
-from torch.nn import functional as F
 
 from faircl.losses import nt_xent_loss
 from faircl.methods.base import FairModule
+from faircl.metrics import ClusterBalance
+from faircl.metrics.clustering import kmeans
+from faircl.metrics.probes import linear_probe as shared_linear_probe
 from faircl.mining import fair_negative_weights, nearest_cluster_positive
 from faircl.models import ProjectionHead
-
-
-def kmeans(x: torch.Tensor, k: int, seed: int = 0, iters: int = 100, tol: float = 1e-10) -> tuple[torch.Tensor, torch.Tensor]:
-    """Deterministic K-means (k-means++ seeding from a seeded generator, then Lloyd iterations) in float64.
-
-    The same input gives the same partition on every process and every run: all randomness comes from
-    ``torch.Generator().manual_seed(seed)``, the arithmetic is float64 on CPU, and ties go to the lowest index.
-
-    Args:
-        x: points ``[N, d]``.
-        k: number of clusters (``1 <= k <= N``).
-        seed: seed of the k-means++ draws.
-        iters: maximum number of Lloyd iterations.
-        tol: stop when the centroids move less than this (squared Frobenius norm).
-
-    Returns:
-        ``(labels [N] long, centroids [k, d] float64)``. An emptied cluster is re-seeded with the point farthest
-        from its centroid.
-    """
-    if x.dim() != 2 or x.shape[0] == 0:
-        raise ValueError(f"kmeans needs points [N, d] with N >= 1, got shape {tuple(x.shape)}")
-    n = x.shape[0]
-    if not 1 <= k <= n:
-        raise ValueError(f"kmeans needs 1 <= k <= N, got k={k} for N={n} points")
-    x = x.detach().to("cpu", torch.float64)
-    if not bool(torch.isfinite(x).all()):
-        raise ValueError("kmeans: the embeddings contain NaN or inf")
-    g = torch.Generator().manual_seed(int(seed))
-    sq = (x * x).sum(1)
-
-    def dist2(c: torch.Tensor) -> torch.Tensor:
-        return (sq[:, None] - 2.0 * x @ c.T + (c * c).sum(1)[None, :]).clamp(min=0.0)
-
-    first = int(torch.randint(n, (1,), generator=g))
-    centroids = x[first:first + 1].clone()
-    closest = dist2(centroids)[:, 0]
-    for _ in range(1, k):
-        total = float(closest.sum())
-        if total > 0:
-            nxt = int(torch.multinomial(closest / total, 1, generator=g))
-        else:  # every point coincides with a chosen centroid: draw uniformly
-            nxt = int(torch.randint(n, (1,), generator=g))
-        centroids = torch.cat([centroids, x[nxt:nxt + 1]])
-        closest = torch.minimum(closest, dist2(x[nxt:nxt + 1])[:, 0])
-    labels = torch.zeros(n, dtype=torch.long)
-    for _ in range(iters):
-        d = dist2(centroids)
-        labels = d.argmin(1)
-        counts = torch.bincount(labels, minlength=k)
-        new = torch.zeros_like(centroids).index_add_(0, labels, x) / counts.clamp(min=1)[:, None].to(x.dtype)
-        for c in (counts == 0).nonzero().flatten().tolist():
-            far = int(d.gather(1, labels[:, None]).squeeze(1).argmax())
-            new[c] = x[far]
-            labels[far] = c
-        shift = float(((new - centroids) ** 2).sum())
-        centroids = new
-        if shift <= tol:
-            break
-    labels = dist2(centroids).argmin(1)
-    return labels, centroids
 
 
 class FairSamplingSimCLR(FairModule):
@@ -109,7 +50,7 @@ class FairSamplingSimCLR(FairModule):
 
     Args:
         fair_sampling: run the cluster and ``fair`` phases (``False``: plain SimCLR for the whole fit).
-        pretrain_epochs: epochs of the plain SimCLR phase before clustering (paper: 30).
+        stage1_epochs: epochs of the plain SimCLR phase before clustering (paper: 30).
         temperature: τ of NT-Xent (0.5).
         proj_dim: output of the 2-layer projection head (128).
         proj_hidden: hidden width of the projection head (default: the encoder's ``out_dim``).
@@ -120,14 +61,14 @@ class FairSamplingSimCLR(FairModule):
         cluster_on: ``z`` (projection, as the paper) or ``h`` (encoder output).
         cluster_seed: seed of K-means.
         kmeans_iters: maximum Lloyd iterations.
-        probe_max_train: at most this many train rows for the test-time linear probe.
+        probe_max_rows: at most this many train rows for the test-time linear probe.
         **kwargs: :class:`~faircl.methods.base.FairModule` arguments.
     """
 
     def __init__(
         self,
         fair_sampling: bool = True,
-        pretrain_epochs: int = 1,
+        stage1_epochs: int = 1,
         temperature: float = 0.5,
         proj_dim: int = 128,
         proj_hidden: int | None = None,
@@ -138,11 +79,11 @@ class FairSamplingSimCLR(FairModule):
         cluster_on: str = "z",
         cluster_seed: int = 0,
         kmeans_iters: int = 100,
-        probe_max_train: int = 5000,
+        probe_max_rows: int = 5000,
         **kwargs: Any,
     ) -> None:
-        if pretrain_epochs < 0 or recluster_every < 0:
-            raise ValueError(f"pretrain_epochs and recluster_every must be >= 0, got {pretrain_epochs}, "
+        if stage1_epochs < 0 or recluster_every < 0:
+            raise ValueError(f"stage1_epochs and recluster_every must be >= 0, got {stage1_epochs}, "
                              f"{recluster_every}")
         if num_clusters < 2:
             raise ValueError(f"num_clusters must be >= 2, got {num_clusters}")
@@ -159,7 +100,7 @@ class FairSamplingSimCLR(FairModule):
         hp = self.hparams
         out_dim = self.encoder.out_dim
         self.projector = ProjectionHead(out_dim, hp.proj_dim, hidden_dim=hp.proj_hidden or out_dim, num_layers=2)
-        self.classifier = nn.Linear(out_dim, self.num_classes)
+        self.add_online_probe(out_dim, on="h")
         dim = hp.proj_dim if hp.cluster_on == "z" else out_dim
         # cluster id of every train row (by idx); empty until the first clustering (resized on checkpoint load)
         self.register_buffer("cluster_ids", torch.zeros(0, dtype=torch.long))
@@ -167,23 +108,19 @@ class FairSamplingSimCLR(FairModule):
         self.register_buffer("cluster_centroids", torch.zeros(hp.num_clusters, dim))
         self.register_buffer("cluster_epoch", torch.tensor(-1, dtype=torch.long))
 
-    def forward(self, x: Any) -> dict[str, torch.Tensor]:
-        """``x → {"h": encoder output, "z": projection (normalised, [B, proj_dim]), "logits": probe(h.detach())}``."""
-        h = self.encoder(x)
-        return {"h": h, "z": self.projector(h), "logits": self.classifier(h.detach())}
+    def embed_heads(self, h: torch.Tensor) -> dict[str, torch.Tensor]:
+        """``{"z": projection (normalised, [B, proj_dim])}``; ``logits`` come from the probe on ``h.detach()``."""
+        return {"z": self.projector(h)}
 
     def stage_epochs(self) -> list[tuple[str, int | None]]:
         if not self.hparams.fair_sampling:
             return [("simclr", None)]
-        return [("simclr", self.hparams.pretrain_epochs), ("fair", None)]
+        return [("simclr", self.hparams.stage1_epochs), ("fair", None)]
 
     # ------------------------------------------------------------------ training
     def losses(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        if "x2" not in batch:
-            raise ValueError(f"{type(self).__name__} needs two augmented views per row (batch key 'x2'): "
-                             "set the datamodule's two_views: true")
         hp = self.hparams
-        z1, z2 = out["z"], self(batch["x2"])["z"]
+        z1, z2 = out["z"], self(self.require_views(batch))["z"]
         terms: dict[str, torch.Tensor] = {}
         if self.stage == "fair":
             if self.cluster_ids.numel() == 0:
@@ -195,9 +132,8 @@ class FairSamplingSimCLR(FairModule):
             terms["nt_xent"] = nt_xent_loss(z1, z2, hp.temperature, negative_weights=weights, extra_positives=extra)
         else:
             terms["nt_xent"] = nt_xent_loss(z1, z2, hp.temperature)
-        terms["probe_ce"] = F.cross_entropy(out["logits"].float(), batch["y"])
-        terms["loss"] = terms["nt_xent"] + terms["probe_ce"]
-        return terms
+        terms["loss"] = terms["nt_xent"]
+        return self.with_probe_loss(terms, batch, out)
 
     def on_train_epoch_start(self) -> None:
         super().on_train_epoch_start()
@@ -221,12 +157,12 @@ class FairSamplingSimCLR(FairModule):
             the cluster id of every train row ``[N]``.
         """
         hp = self.hparams
-        dm = self.trainer.datamodule
-        data = self.collect(dm.plain_loader("train"), keys=(hp.cluster_on,))
-        n = len(dm.splits["train"])
+        data = self.collect(self.plain_loader("train"), keys=(hp.cluster_on,))
+        n = len(self.attached_datamodule.splits["train"])
         if data["idx"].numel() != n or not torch.equal(data["idx"], torch.arange(n)):
             raise RuntimeError(f"clustering needs every train row exactly once, gathered {data['idx'].numel()} of {n}")
-        labels, centroids = kmeans(data[hp.cluster_on], hp.num_clusters, seed=hp.cluster_seed, iters=hp.kmeans_iters)
+        labels, centroids = kmeans(data[hp.cluster_on], hp.num_clusters, seed=hp.cluster_seed,
+                                   max_iter=hp.kmeans_iters)
         self.cluster_ids = labels.to(self.device)
         self.cluster_freq.copy_(torch.bincount(labels, minlength=hp.num_clusters).float() / n)
         self.cluster_centroids.copy_(centroids.float())
@@ -250,9 +186,8 @@ class FairSamplingSimCLR(FairModule):
         emb = outputs.get(hp.cluster_on)
         if emb is not None and len(emb) >= hp.num_clusters:
             report.update({f"cluster_{k}": v for k, v in cluster_stats(emb, hp.num_clusters, hp.cluster_seed).items()})
-        dm = getattr(self.trainer, "datamodule", None)
-        if dm is not None and hasattr(dm, "plain_loader") and "h" in outputs:
-            train = self.collect(dm.plain_loader("train"), keys=("h", "y"), max_rows=hp.probe_max_train)
+        if self.attached_datamodule is not None and "h" in outputs:
+            train = self.collect(self.plain_loader("train"), keys=("h", "y"), max_rows=hp.probe_max_rows)
             report.update(linear_probe(train["h"], train["y"], outputs["h"], outputs["y"], self.num_classes))
         return report
 
@@ -275,8 +210,6 @@ def cluster_stats(emb: torch.Tensor, num_clusters: int, seed: int = 0) -> dict[s
     Returns ``{"dominance": largest cluster share, "entropy": entropy of the cluster sizes (bits),
     "separation": mean Euclidean distance between the centroids}`` of a seeded K-means with ``num_clusters``.
     """
-    from faircl.metrics import ClusterBalance
-
     metric = ClusterBalance(num_clusters, seed=seed)
     metric.update(emb.float().cpu())
     result = metric.compute()
@@ -286,39 +219,15 @@ def cluster_stats(emb: torch.Tensor, num_clusters: int, seed: int = 0) -> dict[s
 
 def linear_probe(h_train: torch.Tensor, y_train: torch.Tensor, h_test: torch.Tensor, y_test: torch.Tensor,
                  num_classes: int, seed: int = 0) -> dict[str, float]:
-    """Logistic-regression probe on frozen embeddings (SimCLR's linear evaluation; Martin & Ogbuokiri Table 2).
-
-    Features are standardised with the train statistics. F1 is that of class 1 for binary tasks and macro-F1
-    otherwise; AUC is ROC-AUC of class 1 (binary) or one-vs-rest macro AUC, NaN when a class is absent from the test
-    labels (undefined).
+    """Logistic-regression probe on frozen, standardised embeddings (SimCLR's linear evaluation; Martin & Ogbuokiri
+    Table 2), by :func:`faircl.metrics.probes.linear_probe`.
 
     Returns:
-        ``{"probe_accuracy", "probe_f1", "probe_auc"}``.
+        ``{"probe_accuracy", "probe_f1", "probe_auc"}`` (F1 of class 1 for binary tasks, macro otherwise; AUC NaN
+        when a class is absent from the test labels).
     """
-    import numpy as np
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
-    from sklearn.preprocessing import StandardScaler
-
-    xtr, xte = h_train.double().numpy(), h_test.double().numpy()
-    ytr, yte = y_train.numpy(), y_test.numpy()
-    if len(np.unique(ytr)) < 2:
-        nan = float("nan")
-        return {"probe_accuracy": nan, "probe_f1": nan, "probe_auc": nan}
-    scaler = StandardScaler().fit(xtr)
-    clf = LogisticRegression(max_iter=2000, random_state=seed).fit(scaler.transform(xtr), ytr)
-    xte = scaler.transform(xte)
-    pred = clf.predict(xte)
-    proba = np.zeros((len(xte), num_classes))
-    proba[:, clf.classes_] = clf.predict_proba(xte)
-    binary = num_classes == 2
-    f1 = f1_score(yte, pred, average="binary" if binary else "macro", labels=None if binary else list(range(num_classes)),
-                  zero_division=0)
-    auc = float("nan")
-    if len(np.unique(yte)) == num_classes:
-        auc = roc_auc_score(yte, proba[:, 1]) if binary else roc_auc_score(yte, proba, multi_class="ovr",
-                                                                            labels=list(range(num_classes)))
-    return {"probe_accuracy": float(accuracy_score(yte, pred)), "probe_f1": float(f1), "probe_auc": float(auc)}
+    scores = shared_linear_probe(h_train, y_train, h_test, y_test, "logistic", num_classes=num_classes, seed=seed)
+    return {f"probe_{key}": float(scores[key]) for key in ("accuracy", "f1", "auc")}
 
 
 __all__ = ["FairSamplingSimCLR", "SimCLR", "cluster_stats", "kmeans", "linear_probe"]

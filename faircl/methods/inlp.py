@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from faircl.methods.base import FairModule
+from faircl.metrics.probes import fit_probe, probe_accuracy
 
 PROBES = ("svm", "logistic")
 
@@ -60,12 +61,6 @@ def inlp_projection(
     Returns:
         ``(P [d, d], accuracies)`` — the symmetric projection and each round's mean probe accuracy (before removal).
     """
-    import warnings
-
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.svm import LinearSVC
-
     if probe not in PROBES:
         raise ValueError(f"probe={probe!r} is not one of {PROBES}")
     h = np.asarray(h, dtype=np.float64)
@@ -84,15 +79,10 @@ def inlp_projection(
         for rows in subsets:
             if len(np.unique(a[rows])) < 2:
                 continue
-            if probe == "svm":
-                clf = LinearSVC(C=probe_c, random_state=seed + t, max_iter=max_iter)
-            else:
-                clf = LogisticRegression(C=probe_c, random_state=seed + t, max_iter=max_iter)
             x = h[rows] @ proj
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                clf.fit(x, a[rows])
-            round_acc.append(float(clf.score(x, a[rows])))
+            clf = fit_probe(x, a[rows], probe, C=probe_c, standardize=False, seed=seed + t, max_iter=max_iter,
+                            name="a")
+            round_acc.append(probe_accuracy(clf, x, a[rows]))
             directions.extend(np.atleast_2d(clf.coef_))
         if not round_acc:
             break
@@ -106,7 +96,7 @@ def inlp_projection(
 class INLP(FairModule):
     """Encoder → nullspace projection ``P`` → classifier, with ``P`` fitted by iterative linear probes for ``a``.
 
-    Stages: ``pretrain`` (``pretrain_epochs`` of cross-entropy on encoder + classifier; skip with ``0`` when the
+    Stages: ``pretrain`` (``stage1_epochs`` of cross-entropy on encoder + classifier; skip with ``0`` when the
     encoder is already trained — ``encoder_checkpoint`` — or frozen), then ``project``: the encoder is frozen,
     ``h`` is collected over the train split, ``P`` is fitted (:func:`inlp_projection`, per class when
     ``per_class``), the classifier is re-initialised and trained with cross-entropy on ``P h`` for the remaining
@@ -123,7 +113,7 @@ class INLP(FairModule):
         probe_c: inverse regularisation of the probes.
         min_accuracy: stop the rounds early when the probes fall below this train accuracy (``0`` never).
         max_rows: at most this many train rows to fit the probes (a seeded prefix of the train split).
-        pretrain_epochs: epochs of cross-entropy training before projecting (``0`` = project right away).
+        stage1_epochs: epochs of cross-entropy training before projecting (``0`` = project right away).
         encoder_checkpoint: optional Lightning checkpoint (e.g. of a trained ``CE``) whose ``encoder.*`` weights are
             loaded before training.
         seed: random state of the probes and of the classifier re-initialisation.
@@ -138,21 +128,21 @@ class INLP(FairModule):
         probe_c: float = 1.0,
         min_accuracy: float = 0.0,
         max_rows: int = 20000,
-        pretrain_epochs: int = 5,
+        stage1_epochs: int = 5,
         encoder_checkpoint: str | None = None,
         seed: int = 0,
         **kwargs: Any,
     ) -> None:
+        super().__init__(**kwargs)
         if n_clf < 1:
             raise ValueError(f"n_clf must be >= 1, got {n_clf}")
         if probe not in PROBES:
             raise ValueError(f"probe={probe!r} is not one of {PROBES}")
-        if pretrain_epochs < 0:
-            raise ValueError(f"pretrain_epochs must be >= 0, got {pretrain_epochs}")
+        if stage1_epochs < 0:
+            raise ValueError(f"stage1_epochs must be >= 0, got {stage1_epochs}")
         self.n_clf, self.per_class, self.probe, self.probe_c = n_clf, per_class, probe, probe_c
-        self.min_accuracy, self.max_rows, self.pretrain_epochs = min_accuracy, max_rows, pretrain_epochs
+        self.min_accuracy, self.max_rows, self.stage1_epochs = min_accuracy, max_rows, stage1_epochs
         self.seed = seed
-        super().__init__(**kwargs)
         d = self.encoder.out_dim
         self.register_buffer("projection", torch.eye(d))
         self.register_buffer("projection_fitted", torch.tensor(False))
@@ -171,15 +161,15 @@ class INLP(FairModule):
             raise ValueError(f"encoder_checkpoint {str(p)!r} holds no 'encoder.*' weights")
         self.encoder.load_state_dict(enc)
 
-    def forward(self, x: Any) -> dict[str, torch.Tensor]:
+    def encode(self, x: Any) -> torch.Tensor:
+        """``P h``: the encoder output projected onto the nullspace of the attribute probes."""
         h = self.encoder(x)
-        h = h @ self.projection.to(h.dtype)
-        return {"h": h, "logits": self.classifier(h)}
+        return h @ self.projection.to(h.dtype)
 
     def stage_epochs(self) -> list[tuple[str, int | None]]:
-        if self.pretrain_epochs == 0:
+        if self.stage1_epochs == 0:
             return [("project", None)]
-        return [("pretrain", self.pretrain_epochs), ("project", None)]
+        return [("pretrain", self.stage1_epochs), ("project", None)]
 
     def on_stage_start(self, stage: str) -> None:
         if stage != "project":
@@ -201,18 +191,10 @@ class INLP(FairModule):
                 for p in self.classifier.parameters():
                     opt.state.pop(p, None)
 
-    def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
-        if self.stage == "project" and self.encoder.training:
-            self.encoder.eval()  # Lightning re-enables train mode after validation
-        return super().training_step(batch, batch_idx)
-
     def fit_projection(self, loader: Any = None) -> None:
         """Collect ``h`` over the train split (or ``loader``) and fit ``P`` (stored in the ``projection`` buffer)."""
         if loader is None:
-            dm = getattr(self.trainer, "datamodule", None)
-            if dm is None or not hasattr(dm, "plain_loader"):
-                raise RuntimeError("INLP needs a FairDataModule (plain_loader) to collect train representations")
-            loader = dm.plain_loader("train")
+            loader = self.plain_loader("train")
         self.projection.copy_(torch.eye(self.projection.shape[0]))
         data = self.collect(loader, keys=("h", "y", "a"), max_rows=self.max_rows)
         proj, acc = inlp_projection(data["h"].numpy(), data["a"].numpy(),

@@ -8,17 +8,17 @@ import torch
 from torch.nn import functional as F
 
 from faircl.methods.base import FairModule
-from faircl.methods.two_stage_cl import chi_contrastive_terms, second_view
+from faircl.methods.two_stage_cl import chi_contrastive_terms
 from faircl.models.heads import ProjectionHead
 
 
 class OneStageCL(FairModule):
-    """End-to-end ``(1−γ)·L_CE + γ·L_sup + λ·L_CS-InfoNCE`` on two augmented views (CE on the first view's logits).
+    """End-to-end ``(1−γ)·L_CE + γ·L_sup + λ_CS·L_CS-InfoNCE`` on two augmented views (CE on the first view).
 
     ``forward`` returns ``h``, ``z`` (L2-normalised projection of ``h``) and ``logits``.
 
     Args:
-        lam: λ, weight of ``L_CS-InfoNCE``.
+        lambda_cs: λ, weight of ``L_CS-InfoNCE``.
         gamma: γ ∈ [0, 1], share of ``L_sup`` against ``L_CE`` (0.3 in the authors' code).
         temperature: τ of ``L_sup``.
         cs_temperature: τ of ``L_CS`` (default: ``temperature``).
@@ -29,7 +29,7 @@ class OneStageCL(FairModule):
 
     def __init__(
         self,
-        lam: float = 1.0,
+        lambda_cs: float = 1.0,
         gamma: float = 0.3,
         temperature: float = 0.1,
         cs_temperature: float | None = None,
@@ -37,28 +37,27 @@ class OneStageCL(FairModule):
         proj_dim: int = 128,
         **kwargs: Any,
     ) -> None:
-        if lam < 0:
-            raise ValueError(f"lam must be >= 0, got {lam}")
+        super().__init__(**kwargs)
+        if lambda_cs < 0:
+            raise ValueError(f"lambda_cs must be >= 0, got {lambda_cs}")
         if not 0.0 <= gamma <= 1.0:
             raise ValueError(f"gamma must be in [0, 1], got {gamma}")
-        self.lam, self.gamma, self.temperature = lam, gamma, temperature
+        self.lambda_cs, self.gamma, self.temperature = lambda_cs, gamma, temperature
         self.cs_temperature = temperature if cs_temperature is None else cs_temperature
         self.cs_normalize, self.proj_dim = cs_normalize, proj_dim
-        super().__init__(**kwargs)
 
     def build_heads(self) -> None:
         super().build_heads()
         self.projection = ProjectionHead(self.encoder.out_dim, self.proj_dim)
 
-    def forward(self, x: Any) -> dict[str, torch.Tensor]:
-        h = self.encoder(x)
-        return {"h": h, "z": self.projection(h), "logits": self.classifier(h)}
+    def embed_heads(self, h: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {"z": self.projection(h)}
 
     def losses(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         ce = F.cross_entropy(out["logits"].float(), batch["y"])
-        z2 = self.projection(self.encoder(second_view(self, batch)))
+        z2 = self.projection(self.encoder(self.require_views(batch)))
         terms = chi_contrastive_terms(out["z"], z2, batch["y"], batch["a"], self.temperature, self.cs_temperature,
                                       self.cs_normalize)
         terms["ce"] = ce
-        terms["loss"] = (1 - self.gamma) * ce + self.gamma * terms["sup"] + self.lam * terms["cs"]
+        terms["loss"] = (1 - self.gamma) * ce + self.gamma * terms["sup"] + self.lambda_cs * terms["cs"]
         return terms

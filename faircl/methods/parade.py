@@ -3,7 +3,7 @@
 A backbone ψ with two linear heads branching from its last layer, both L2-normalised:
 φ_targ (similarity over the target class) and φ_SA (similarity over the sensitive attribute). Training minimises
 
-    ``L_PARADE = L_targ + α_SA · L_SA − ρ · c(φ_targ, φ_SA)``
+    ``L_PARADE = L_targ + λ_SA · L_SA − λ_sep · c(φ_targ, φ_SA)``  (the paper's α_SA and ρ)
 
 where ``L_targ`` / ``L_SA`` are ranking losses over triplets mined by class / by attribute inside the batch
 (margin loss + distance-weighted mining by default), and ``c`` is DiVA's adversarial-separation correlation
@@ -21,7 +21,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from faircl.losses import Decorrelation
-from faircl.methods.dml import DML, TUPLE_LOSSES, MetricObjective
+from faircl.methods.dml import DML, TUPLE_LOSSES
 
 
 class PARADE(DML):
@@ -31,8 +31,8 @@ class PARADE(DML):
     the same batch with the same miner (rows with unknown attribute ``-1`` take no part in ``L_SA``).
 
     Args:
-        alpha_sa: α_SA, weight of the sensitive-attribute loss (paper grid {0.1, 0.3}).
-        rho: ρ, weight of the de-correlation term (paper grid {100, 500, 1000, 1500}).
+        lambda_sa: α_SA, weight of the sensitive-attribute loss (paper grid {0.1, 0.3}).
+        lambda_sep: ρ, weight of the de-correlation (separation) term (paper grid {100, 500, 1000, 1500}).
         decorr_hidden: hidden width of the correlation regressor ξ (DiVA: 512).
         decorr_lr: learning rate of ξ (default: the model's ``lr``).
         **kwargs: :class:`~faircl.methods.dml.DML` arguments (``loss`` must be a triplet loss: ``margin``,
@@ -41,14 +41,15 @@ class PARADE(DML):
 
     def __init__(
         self,
-        alpha_sa: float = 0.1,
-        rho: float = 500.0,
+        lambda_sa: float = 0.1,
+        lambda_sep: float = 500.0,
         decorr_hidden: int = 512,
         decorr_lr: float | None = None,
         **kwargs: Any,
     ) -> None:
-        if alpha_sa < 0 or rho < 0:
-            raise ValueError(f"alpha_sa and rho must be >= 0, got alpha_sa={alpha_sa}, rho={rho}")
+        if lambda_sa < 0 or lambda_sep < 0:
+            raise ValueError(f"lambda_sa and lambda_sep must be >= 0, got lambda_sa={lambda_sa}, "
+                             f"lambda_sep={lambda_sep}")
         loss = kwargs.get("loss", "margin")
         if loss not in TUPLE_LOSSES:
             raise ValueError(f"PARADE needs a triplet loss for both heads ({', '.join(TUPLE_LOSSES)}), got loss={loss!r}")
@@ -62,40 +63,37 @@ class PARADE(DML):
         self.objective_sa = self._objective(max(self.num_groups, 1))
         self.decorrelation = Decorrelation(hp.embed_dim, hp.embed_dim, hidden=hp.decorr_hidden)
 
-    def objectives(self) -> list[MetricObjective]:
-        return [self.objective, self.objective_sa]
+    def objective_names(self) -> list[str]:
+        return ["objective", "objective_sa"]
 
     def embed_both(self, x: Any) -> dict[str, torch.Tensor]:
         """Both embeddings: ``{"h": ψ(x), "z": φ_targ(x), "z_sa": φ_SA(x)}`` (each ``[B, embed_dim]`` normalised)."""
         h = self.encoder(x)
-        return {"h": h, "z": F.normalize(self.embed(h), dim=-1), "z_sa": F.normalize(self.embed_sa(h), dim=-1)}
+        return {"h": h, **self._both_heads(h)}
 
-    def forward(self, x: Any) -> dict[str, torch.Tensor]:
-        """Training: ``h``, ``z``, ``z_sa``, ``logits``. Eval (test / predict): only the released ``h``, ``z``, ``logits``."""
-        out = self.embed_both(x) if self.training else super().forward(x)
-        if self.training:
-            out["logits"] = self.classifier(out["z"].detach())
-        return out
+    def _both_heads(self, h: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {"z": F.normalize(self.embed(h), dim=-1), "z_sa": F.normalize(self.embed_sa(h), dim=-1)}
+
+    def embed_heads(self, h: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Training: ``z`` and ``z_sa``. Eval (test / predict / ``collect``): only the released ``z``."""
+        return self._both_heads(h) if self.training else super().embed_heads(h)
 
     def losses(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         hp = self.hparams
         l_targ, n_targ = self.objective(out["z"], batch["y"])
         l_sa, n_sa = self.objective_sa(out["z_sa"], batch["a"])
         corr = self.decorrelation(out["z"], out["z_sa"])
-        terms = {"targ": l_targ, "sa": hp.alpha_sa * l_sa, "decorr": -hp.rho * corr,
+        terms = {"targ": l_targ, "sa": hp.lambda_sa * l_sa, "decorr": -hp.lambda_sep * corr,
                  "correlation": corr.detach()}
         if n_targ >= 0:
             terms["triplets"] = torch.tensor(float(n_targ), device=l_targ.device)
             terms["triplets_sa"] = torch.tensor(float(n_sa), device=l_targ.device)
-        return self._finish(terms, l_targ + terms["sa"] + terms["decorr"], batch, out)
+        terms["loss"] = l_targ + terms["sa"] + terms["decorr"]
+        return self.with_probe_loss(terms, batch, out)
 
-    def param_groups(self) -> list[dict[str, Any]]:
-        """DML groups plus ξ at ``decorr_lr`` when it is set."""
-        groups = super().param_groups()
-        lr = self.hparams.decorr_lr
-        if lr is None:
-            return groups
-        xi = {id(p) for p in self.decorrelation.parameters()}
-        groups[0]["params"] = [p for p in groups[0]["params"] if id(p) not in xi]
-        groups.append({"params": [p for p in self.decorrelation.parameters() if p.requires_grad], "lr": lr})
-        return groups
+    def module_lrs(self) -> dict[str, dict[str, float]]:
+        """DML's objective learning rates plus ξ at ``decorr_lr`` when it is set."""
+        lrs = super().module_lrs()
+        if self.hparams.decorr_lr is not None:
+            lrs["decorrelation"] = {"lr": self.hparams.decorr_lr}
+        return lrs

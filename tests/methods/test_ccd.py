@@ -10,7 +10,7 @@ import lightning as L
 import pytest
 import torch
 
-from faircl.data.pairs import CounterfactualTuples
+from faircl.data.counterfactual import CounterfactualTuples
 from faircl.eval.embedding_bias import save_random_bert
 from faircl.losses.ccd import ccd_bias_loss
 from faircl.methods.ccd import CCD
@@ -175,7 +175,7 @@ def test_cli_config_fast_dev_run(config, tiny_bert, data_dir, in_tmp, monkeypatc
 
     cli = main(["fit", "--config", str(config), "--trainer.fast_dev_run=true",
                 f"--model.init_args.encoder_kwargs={{\"model_dir\": \"{tiny_bert}\"}}",
-                f"--data.init_args.data_dir={data_dir}", "--data.init_args.max_tuples=64"])
+                f"--data.init_args.data_dir={data_dir}", "--data.init_args.max_rows=64"])
     assert isinstance(cli.model, CCD) and torch.isfinite(cli.model.rho)
 
 

@@ -72,7 +72,7 @@ def test_cli_con_ft_fast_dev_run(cfg, in_tmp):
 def test_contrastive_methods_need_two_views():
     dm = _small_dm(n_train=128)
     model = TwoStageCL(input_dim=dm.input_dim, encoder_kwargs=ENC, leakage=False)
-    with pytest.raises(KeyError, match="two_views"):
+    with pytest.raises(ValueError, match="two_views"):
         _trainer(max_epochs=1, limit_train_batches=1, limit_val_batches=0).fit(model, datamodule=dm)
 
 
@@ -100,7 +100,7 @@ def test_ce_is_biased_on_biased_features(ce_report):
 def test_confair_lowers_gap_and_leakage_vs_ce(ce_report):
     L.seed_everything(0, verbose=False)
     dm = _small_dm(n_train=2000, n_test=1000, batch_size=128)
-    report = _fit_report(ConFair(input_dim=dm.input_dim, encoder_kwargs=ENC, lr=3e-3, lam=1.0, temperature=0.01),
+    report = _fit_report(ConFair(input_dim=dm.input_dim, encoder_kwargs=ENC, lr=3e-3, lambda_fair=1.0, temperature=0.01),
                          dm, 8)
     assert report["tpr_gap_rms"] < ce_report["tpr_gap_rms"] - 0.15, (report, ce_report)
     assert report["leakage_h"] < ce_report["leakage_h"] - 0.1, (report, ce_report)
@@ -110,7 +110,7 @@ def test_confair_lowers_gap_and_leakage_vs_ce(ce_report):
 def test_inlp_lowers_gap_and_leakage_vs_ce(ce_report):
     L.seed_everything(0, verbose=False)
     dm = _small_dm(n_train=2000, n_test=1000, batch_size=128)
-    model = INLP(input_dim=dm.input_dim, encoder_kwargs=ENC, lr=3e-3, pretrain_epochs=6, n_clf=20, probe="logistic")
+    model = INLP(input_dim=dm.input_dim, encoder_kwargs=ENC, lr=3e-3, stage1_epochs=6, n_clf=20, probe="logistic")
     report = _fit_report(model, dm, 8)
     assert bool(model.projection_fitted)
     assert report["tpr_gap_rms"] < ce_report["tpr_gap_rms"] - 0.1, (report, ce_report)
@@ -140,7 +140,7 @@ def _same(a: dict, b: dict) -> bool:
 def test_two_stage_cl_freezes_encoder_in_stage_two():
     L.seed_everything(0, verbose=False)
     dm = _small_dm(n_train=256, two_views=True)
-    model = TwoStageCL(input_dim=dm.input_dim, encoder_kwargs=ENC, contrastive_epochs=2, lam=1.0, lr=1e-2)
+    model = TwoStageCL(input_dim=dm.input_dim, encoder_kwargs=ENC, stage1_epochs=2, lambda_cs=1.0, lr=1e-2)
     watch = _Watch()
     head_before = {k: v.clone() for k, v in model.classifier.state_dict().items()}
     _trainer(max_epochs=4, limit_val_batches=1, callbacks=[watch]).fit(model, datamodule=dm)
@@ -154,7 +154,7 @@ def test_two_stage_cl_freezes_encoder_in_stage_two():
 def test_two_stage_cl_resumes_from_stage_one_checkpoint(tmp_path):
     L.seed_everything(0, verbose=False)
     dm = _small_dm(n_train=256, two_views=True)
-    kw = dict(input_dim=dm.input_dim, encoder_kwargs=ENC, contrastive_epochs=2, lam=0.5, lr=1e-2)
+    kw = dict(input_dim=dm.input_dim, encoder_kwargs=ENC, stage1_epochs=2, lambda_cs=0.5, lr=1e-2)
     first = _trainer(max_epochs=2, limit_val_batches=0)
     first.fit(TwoStageCL(**kw), datamodule=dm)
     ckpt = tmp_path / "stage1.ckpt"
@@ -170,13 +170,13 @@ def test_two_stage_cl_resumes_from_stage_one_checkpoint(tmp_path):
     assert _same(enc_saved, watch.start[2]) and _same(enc_saved, resumed.encoder.state_dict())
     assert watch.frozen[2] and watch.frozen[3]
     reloaded = TwoStageCL.load_from_checkpoint(ckpt)
-    assert reloaded.hparams.lam == 0.5 and reloaded.hparams.contrastive_epochs == 2
+    assert reloaded.hparams.lambda_cs == 0.5 and reloaded.hparams.stage1_epochs == 2
 
 
 def test_con_ft_pipeline_freezes_encoder_and_trains_only_the_head():
     L.seed_everything(0, verbose=False)
     dm = _small_dm(n_train=256)
-    model = ConFair(input_dim=dm.input_dim, encoder_kwargs=ENC, pipeline=True, contrastive_epochs=1, temperature=0.1)
+    model = ConFair(input_dim=dm.input_dim, encoder_kwargs=ENC, pipeline=True, stage1_epochs=1, temperature=0.1)
     watch = _Watch()
     _trainer(max_epochs=3, limit_val_batches=0, callbacks=[watch]).fit(model, datamodule=dm)
     assert watch.stages == ["contrastive", "classifier", "classifier"]
@@ -184,7 +184,7 @@ def test_con_ft_pipeline_freezes_encoder_and_trains_only_the_head():
 
 
 def test_confair_loss_terms_and_lambda():
-    model = ConFair(input_dim=8, lam=3.0, temperature=0.1, leakage=False)
+    model = ConFair(input_dim=8, lambda_fair=3.0, temperature=0.1, leakage=False)
     assert model.alpha == pytest.approx(0.25) and model.beta == pytest.approx(0.75)
     torch.manual_seed(0)
     batch = {"x": torch.randn(16, 8), "y": torch.randint(0, 2, (16,)), "a": torch.randint(0, 2, (16,))}
@@ -201,7 +201,7 @@ def test_confair_loss_terms_and_lambda():
 
 
 def test_one_stage_cl_combines_the_three_terms():
-    model = OneStageCL(input_dim=8, lam=2.0, gamma=0.3, leakage=False)
+    model = OneStageCL(input_dim=8, lambda_cs=2.0, gamma=0.3, leakage=False)
     torch.manual_seed(0)
     x = torch.randn(12, 8)
     batch = {"x": x, "x2": x + 0.1 * torch.randn_like(x), "y": torch.randint(0, 2, (12,)),
@@ -311,7 +311,7 @@ def test_nullspace_projection_removes_exactly_the_directions():
 def test_inlp_projection_is_a_checkpointed_buffer(tmp_path):
     L.seed_everything(0, verbose=False)
     dm = _small_dm(n_train=256)
-    model = INLP(input_dim=dm.input_dim, encoder_kwargs=ENC, pretrain_epochs=1, n_clf=3, leakage=False)
+    model = INLP(input_dim=dm.input_dim, encoder_kwargs=ENC, stage1_epochs=1, n_clf=3, leakage=False)
     trainer = _trainer(max_epochs=2, limit_val_batches=0)
     trainer.fit(model, datamodule=dm)
     assert bool(model.projection_fitted) and not torch.allclose(model.projection, torch.eye(32))
@@ -323,7 +323,7 @@ def test_inlp_projection_is_a_checkpointed_buffer(tmp_path):
     out = back.eval()(x)
     torch.testing.assert_close(out["h"], back.encoder(x) @ back.projection)
     # resuming inside the projection stage keeps the fitted projection instead of refitting it
-    resumed = INLP(input_dim=dm.input_dim, encoder_kwargs=ENC, pretrain_epochs=1, n_clf=3, leakage=False)
+    resumed = INLP(input_dim=dm.input_dim, encoder_kwargs=ENC, stage1_epochs=1, n_clf=3, leakage=False)
     _trainer(max_epochs=3, limit_val_batches=0).fit(resumed, datamodule=dm, ckpt_path=str(tmp_path / "inlp.ckpt"))
     torch.testing.assert_close(resumed.projection, model.projection)
 

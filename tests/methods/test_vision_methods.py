@@ -120,7 +120,7 @@ def test_decorrelation_term_reverses_the_gradient_of_the_embeddings():
     """``−ρ·c`` in the loss: ξ ascends c (gradient −ρ ∂c/∂ξ), the embeddings descend it (gradient +ρ ∂c/∂z)."""
     torch.manual_seed(0)
     rho = 7.0
-    m = PARADE(rho=rho, embed_dim=6, decorr_hidden=5, **TINY_ENCODER)
+    m = PARADE(lambda_sep=rho, embed_dim=6, decorr_hidden=5, **TINY_ENCODER)
     xi = m.decorrelation.regressor
     zt = torch.randn(4, 6, dtype=torch.float64, requires_grad=True)
     zs = torch.randn(4, 6, dtype=torch.float64, requires_grad=True)
@@ -146,7 +146,7 @@ def test_decorrelation_term_reverses_the_gradient_of_the_embeddings():
 
 def test_parade_losses_and_released_embedding():
     torch.manual_seed(0)
-    m = PARADE(alpha_sa=0.3, rho=50.0, embed_dim=8, miner="semihard", num_classes=6, num_groups=2, **TINY_ENCODER)
+    m = PARADE(lambda_sa=0.3, lambda_sep=50.0, embed_dim=8, miner="semihard", num_classes=6, num_groups=2, **TINY_ENCODER)
     x = torch.rand(12, 3, 8, 8)
     batch = {"x": x, "y": torch.arange(6).repeat(2), "a": torch.tensor([0, 1, -1] * 4), "idx": torch.arange(12)}
     m.train()
@@ -183,7 +183,7 @@ def _own_adversary_correlation(train, test, lam: float, steps: int = 100) -> flo
     """Train a small PARADE with reversal strength ``lam``; return c on ``test`` measured by its own regressor ξ."""
     torch.manual_seed(0)
     m = PARADE(num_classes=4, num_groups=2, input_dim=16, encoder="mlp", encoder_kwargs={"hidden_dim": 32},
-               embed_dim=16, alpha_sa=0.3, rho=500.0, decorr_hidden=32, miner="semihard", leakage=False)
+               embed_dim=16, lambda_sa=0.3, lambda_sep=500.0, decorr_hidden=32, miner="semihard", leakage=False)
     m.decorrelation.reversal.lambda_ = lam
     opt = torch.optim.Adam(m.param_groups(), lr=3e-3)
     g = torch.Generator().manual_seed(0)
@@ -201,13 +201,13 @@ def _own_adversary_correlation(train, test, lam: float, steps: int = 100) -> flo
 
 
 def test_parade_checkpoint_round_trip(tmp_path):
-    m = PARADE(alpha_sa=0.3, rho=123.0, embed_dim=8, num_classes=10, num_groups=3, **TINY_ENCODER)
+    m = PARADE(lambda_sa=0.3, lambda_sep=123.0, embed_dim=8, num_classes=10, num_groups=3, **TINY_ENCODER)
     trainer = L.Trainer(**quiet_trainer_kwargs(max_epochs=0))
     trainer.strategy.connect(m)
     path = tmp_path / "p.ckpt"
     trainer.save_checkpoint(path)
     back = PARADE.load_from_checkpoint(path)
-    assert back.hparams.rho == 123.0 and back.hparams.alpha_sa == 0.3 and back.hparams.num_groups == 3
+    assert back.hparams.lambda_sep == 123.0 and back.hparams.lambda_sa == 0.3 and back.hparams.num_groups == 3
     assert back.hparams.loss == "margin" and back.hparams.embed_dim == 8
 
 
@@ -250,7 +250,7 @@ def test_simclr_needs_two_views():
     with pytest.raises(ValueError, match="two_views"):
         m.losses({"x": x, "y": torch.zeros(4, dtype=torch.long)}, m(x))
     assert m.stage_epochs() == [("simclr", None)]
-    fair = FairSamplingSimCLR(pretrain_epochs=3, recluster_every=2, **TINY_ENCODER)
+    fair = FairSamplingSimCLR(stage1_epochs=3, recluster_every=2, **TINY_ENCODER)
     assert fair.stage_epochs() == [("simclr", 3), ("fair", None)]
     assert [fair._due_clustering_epoch(e) for e in (3, 4, 5, 6, 7)] == [3, 3, 5, 5, 7]
 
@@ -270,7 +270,7 @@ class _SaveClusters(L.Callback):
 def _cluster_run(folder: Path, devices: int, seed: int = 0) -> None:
     L.seed_everything(seed)
     dm = ColoredDigits(size=8, two_views=True, batch_size=32, seed=0)
-    m = FairSamplingSimCLR(num_classes=10, num_groups=2, pretrain_epochs=0, leakage=False, cluster_seed=seed,
+    m = FairSamplingSimCLR(num_classes=10, num_groups=2, stage1_epochs=0, leakage=False, cluster_seed=seed,
                            **TINY_ENCODER)
     kw = quiet_trainer_kwargs(max_epochs=1, limit_train_batches=1, limit_val_batches=0,
                               callbacks=[_SaveClusters(str(folder))])
@@ -280,7 +280,7 @@ def _cluster_run(folder: Path, devices: int, seed: int = 0) -> None:
 
 
 def test_cluster_phase_is_deterministic_and_identical_on_one_and_two_processes(tmp_path):
-    """The cluster phase runs at the first epoch (pretrain_epochs=0), i.e. on the seeded initial weights, which
+    """The cluster phase runs at the first epoch (stage1_epochs=0), i.e. on the seeded initial weights, which
     are the same in every run; the partition must be the same twice and on 1 and 2 processes (every rank)."""
     _cluster_run(tmp_path, devices=1)
     first = torch.load(tmp_path / "1_0.pt")
@@ -303,7 +303,7 @@ def test_resume_across_phases_keeps_cluster_state(tmp_path):
     def run(max_epochs: int, ckpt: str | None = None) -> FairSamplingSimCLR:
         L.seed_everything(0)
         dm = ColoredDigits(size=8, two_views=True, batch_size=32, seed=0)
-        m = FairSamplingSimCLR(num_classes=10, num_groups=2, pretrain_epochs=1, leakage=False, **TINY_ENCODER)
+        m = FairSamplingSimCLR(num_classes=10, num_groups=2, stage1_epochs=1, leakage=False, **TINY_ENCODER)
         cb = ModelCheckpoint(dirpath=tmp_path, filename="{epoch}", save_top_k=-1, every_n_epochs=1)
         trainer = L.Trainer(**quiet_trainer_kwargs(max_epochs=max_epochs, limit_train_batches=2, limit_val_batches=0,
                                                    enable_checkpointing=True, callbacks=[cb]))
@@ -320,7 +320,7 @@ def test_resume_across_phases_keeps_cluster_state(tmp_path):
     assert m.stage == "fair" and int(m.cluster_epoch) == 1
     assert torch.equal(m.cluster_ids.cpu(), saved["cluster_ids"])
     back = FairSamplingSimCLR.load_from_checkpoint(tmp_path / "epoch=2.ckpt")
-    assert torch.equal(back.cluster_ids, saved["cluster_ids"]) and back.hparams.pretrain_epochs == 1
+    assert torch.equal(back.cluster_ids, saved["cluster_ids"]) and back.hparams.stage1_epochs == 1
     assert int(back.cluster_epoch) == 1
 
 
@@ -335,7 +335,7 @@ def test_cli_fit_and_test_on_colored_digits(method, in_tmp):
     small = ["--trainer.fast_dev_run=true", "--data.init_args.size=8",
              "--model.init_args.encoder_kwargs={width: 4, out_dim: 16}"]
     if method == "fair_sampling_simclr":
-        small.append("--model.init_args.pretrain_epochs=0")  # reach the cluster and fair phases in one epoch
+        small.append("--model.init_args.stage1_epochs=0")  # reach the cluster and fair phases in one epoch
     cli = main(["fit", "--config", config, *small])
     assert cli.trainer.state.finished
     if method == "fair_sampling_simclr":

@@ -1,0 +1,204 @@
+"""The package's import graph follows the layer map in CONTRIBUTING.md.
+
+Every module of ``faircl`` is parsed (not imported); each ``import faircl...`` / ``from faircl... import`` /
+relative import is resolved to a module and checked against the layers:
+
+    _checks, utils  ->  losses, mining, metrics  ->  models  ->  data  ->  methods  ->  eval  ->  cli, demo, testing
+
+A module may import its own layer and the layers to its left, never one to its right; no two modules may import each
+other, directly or through a longer cycle; and a ``faircl`` import inside a function needs a ``# deferred:`` comment
+on its line saying which optional heavy dependency it defers.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "faircl"
+
+LAYERS: dict[str, int] = {
+    "_checks": 0, "utils": 0,
+    "losses": 1, "mining": 1, "metrics": 1,
+    "models": 2,
+    "data": 3,
+    "methods": 4,
+    "eval": 5,
+    "cli": 6, "demo": 6, "testing": 6, "__main__": 6,
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    if len(parts) < 2:  # the package root
+        return None
+    if parts[1] not in LAYERS:
+        raise AssertionError(f"{module}: top-level part {parts[1]!r} has no layer; add it to LAYERS and CONTRIBUTING.md")
+    return LAYERS[parts[1]]
+
+
+def _resolve(target: str, known: dict[str, Path]) -> str:
+    """The longest known module that ``target`` (a module or ``module.name``) starts with."""
+    parts = target.split(".")
+    while parts:
+        name = ".".join(parts)
+        if name in known:
+            return name
+        parts.pop()
+    return target
+
+
+class _Imports(ast.NodeVisitor):
+    def __init__(self, module: str, is_package: bool, known: dict[str, Path], lines: list[str]) -> None:
+        self.module, self.is_package, self.known, self.lines = module, is_package, known, lines
+        self.edges: list[tuple[str, int, bool]] = []  # (imported module, line, inside a function)
+        self._depth = 0
+
+    def _function(self, node: ast.AST) -> None:
+        self._depth += 1
+        self.generic_visit(node)
+        self._depth -= 1
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _function
+
+    def _add(self, target: str, node: ast.AST) -> None:
+        if target == "faircl" or target.startswith("faircl."):
+            self.edges.append((_resolve(target, self.known), node.lineno, self._depth > 0))
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._add(alias.name, node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level:
+            base = self.module.split(".")
+            if not self.is_package:
+                base = base[:-1]
+            base = base[: len(base) - (node.level - 1)]
+            prefix = ".".join(base + ([node.module] if node.module else []))
+        else:
+            prefix = node.module or ""
+        for alias in node.names:
+            self._add(f"{prefix}.{alias.name}", node)
+
+
+def _graph() -> tuple[dict[str, set[str]], list[str]]:
+    known = _modules()
+    graph: dict[str, set[str]] = {m: set() for m in known}
+    local_imports: list[str] = []
+    for module, path in known.items():
+        lines = path.read_text().splitlines()
+        visitor = _Imports(module, path.name == "__init__.py", known, lines)
+        visitor.visit(ast.parse("\n".join(lines), filename=str(path)))
+        for target, lineno, local in visitor.edges:
+            if target != module and target in known:
+                graph[module].add(target)
+            entry = f"{path.relative_to(ROOT.parent)}:{lineno}: {lines[lineno - 1].strip()}"
+            if local and "# deferred:" not in lines[lineno - 1] and entry not in local_imports:
+                local_imports.append(entry)
+    return graph, local_imports
+
+
+def test_every_module_has_a_layer():
+    for module in _modules():
+        _layer(module)
+
+
+def test_no_import_runs_up_the_layers():
+    graph, _ = _graph()
+    upward = []
+    for module, targets in graph.items():
+        here = _layer(module)
+        for target in targets:
+            there = _layer(target)
+            if here is not None and there is not None and there > here:
+                upward.append(f"{module} (layer {here}) imports {target} (layer {there})")
+    assert not upward, "imports that run up the layer map:\n" + "\n".join(sorted(upward))
+
+
+def test_no_import_cycles():
+    graph, _ = _graph()
+    # A package's __init__ re-exporting its submodules is not a cycle with them: drop package -> own child edges
+    # when looking for cycles, but keep child -> package edges (a submodule importing its own package __init__ is).
+    edges = {m: {t for t in ts if not t.startswith(m + ".")} for m, ts in graph.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = [0]
+
+    def strongconnect(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges[v]:
+            if w not in index:
+                strongconnect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in edges:
+        if v not in index:
+            strongconnect(v)
+    assert not cycles, "modules that import each other: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_no_function_local_faircl_imports():
+    _, local_imports = _graph()
+    assert not local_imports, (
+        "function-local faircl imports (move them to the top of the module, or mark the line with "
+        "'# deferred: <optional dependency>' when the import defers one):\n" + "\n".join(local_imports)
+    )
+
+
+def test_no_file_over_500_lines():
+    long = [f"{p.relative_to(ROOT.parent)}: {n}" for p in ROOT.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 500]
+    assert not long, "files over 500 lines: " + ", ".join(long)
+
+
+@pytest.mark.parametrize("source, expect", [
+    ("from faircl.methods import CE\n", "upward"),
+    ("def f():\n    from faircl.losses import supcon_loss\n", "local"),
+    ("def f():\n    from faircl.losses import supcon_loss  # deferred: nothing heavy\n", None),
+])
+def test_the_checks_can_fail(source, expect):
+    """The visitor sees an upward import and an unmarked function-local import in a lower-layer module."""
+    known = _modules()
+    visitor = _Imports("faircl.losses.example", False, known, source.splitlines())
+    visitor.visit(ast.parse(source))
+    lines = source.splitlines()
+    upward = [t for t, _, _ in visitor.edges if (_layer(t) or 0) > 1]
+    local = [ln for _, ln, loc in visitor.edges if loc and "# deferred:" not in lines[ln - 1]]
+    if expect == "upward":
+        assert upward and not local
+    elif expect == "local":
+        assert local and not upward
+    else:
+        assert not upward and not local
