@@ -3,7 +3,7 @@
 Every module of ``faircl`` is parsed (not imported); each ``import faircl...`` / ``from faircl... import`` /
 relative import is resolved to a module and checked against the layers:
 
-    _checks, utils  ->  losses, mining, metrics  ->  models  ->  data  ->  methods  ->  eval  ->  cli, demo, testing
+    _checks, utils  ->  losses, mining, metrics  ->  models  ->  data  ->  methods, checkpoints  ->  eval  ->  cli, demo, testing
 
 A module may import its own layer and the layers to its left, never one to its right; no two modules may import each
 other, directly or through a longer cycle; and a ``faircl`` import inside a function needs a ``# deferred:`` comment
@@ -24,7 +24,7 @@ LAYERS: dict[str, int] = {
     "losses": 1, "mining": 1, "metrics": 1,
     "models": 2,
     "data": 3,
-    "methods": 4,
+    "methods": 4, "checkpoints": 4,
     "eval": 5,
     "cli": 6, "demo": 6, "testing": 6, "__main__": 6,
 }
