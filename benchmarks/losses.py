@@ -99,7 +99,9 @@ def to_markdown(rows: list[tuple[int, str, float, float]], dim: int, repeats: in
     )
     notes = (
         "`cs_infonce_loss` and `fcl_loss(conditioning=\"class\")` only need the similarities inside each (class, "
-        "group) cell or class: they compute those diagonal blocks with one batched matmul, hence below the floor. "
+        "group) cell or class: they compute only those diagonal blocks (one batched matmul up to 1,024 rows, block-sorted "
+        "tiles above), hence below the floor. Above 1,024 rows every loss takes the linear-memory streamed path "
+        "(`faircl.losses.streaming`; peak memory in the next section). "
         "The weighted NT-Xent time includes `fair_negative_weights` (4 clusters). PML = pytorch-metric-learning."
     )
     return "\n".join(lines) + "\n\n" + meta + "\n\n" + notes + "\n"

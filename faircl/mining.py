@@ -13,6 +13,7 @@ import torch.nn.functional as F
 
 from faircl._checks import check_choice, check_embeddings, check_ids, check_positive
 from faircl.losses import Triplets, all_triplets, pair_masks, pairwise_distances
+from faircl.losses.distributed import gather_ids, gather_rows
 
 __all__ = [
     "MINERS",
@@ -157,6 +158,7 @@ def fair_negative_weights(
     epsilon: float = 0.1,
     cluster_freq: torch.Tensor | None = None,
     normalize: bool = True,
+    gather_distributed: bool = False,
 ) -> torch.Tensor:
     """Fairness-driven negative sampling probabilities (Martin & Ogbuokiri, Algorithm 1, lines 8–13).
 
@@ -177,16 +179,27 @@ def fair_negative_weights(
         cluster_freq: ``p(c)`` ``[K]`` over the whole training set (the paper's definition); default: the
             batch's own cluster frequencies.
         normalize: L2-normalise ``z`` before the distances.
+        gather_distributed: under an initialised process group, weigh this process's anchors against the rows
+            of every process (``z`` and ``clusters`` gathered, batch frequencies and the default ``K`` global):
+            the rows of the weights of the concatenated batch that belong to this process, ``[B_local, B_global]``,
+            ready for ``nt_xent_loss(..., gather_distributed=True)``. Without a process group it changes nothing.
 
     Returns:
-        ``[B, B]`` float weights, rows summing to 1 (or 0).
+        ``[B, B]`` float weights (``[B_local, B_global]`` when gathering), rows summing to 1 (or 0).
     """
     check_embeddings("z", z, shape="[B, d]")
     clusters = check_ids("clusters", clusters, size=z.shape[0])
-    k = int(num_clusters) if num_clusters is not None else int(clusters.max()) + 1
+    rows = gather_rows(z.detach(), gather_distributed)
+    clusters_all = gather_ids(clusters, rows)
+    k = int(num_clusters) if num_clusters is not None else int(clusters_all.max()) + 1
     check_ids("clusters", clusters, k, kind="num_clusters")
     check_positive("epsilon", epsilon, strict=False)
-    d = pairwise_distances(z.detach(), normalize)
+    if rows.same:
+        d = pairwise_distances(z.detach(), normalize)
+    else:
+        d = _cross_distances(rows.zq, rows.zk, rows.index, normalize)
+    own = clusters
+    clusters = clusters_all
     count = torch.bincount(clusters, minlength=k).to(d.dtype)
     if cluster_freq is None:
         p = count / count.sum()
@@ -196,13 +209,26 @@ def fair_negative_weights(
             raise ValueError(f"`cluster_freq` must have shape [{k}] (one frequency per cluster), got {tuple(p.shape)}")
     w = (1.0 / k - p).clamp(min=0) + epsilon
     onehot = F.one_hot(clusters, k).to(d.dtype)  # [B, K]
-    allowed = (count > 0)[None, :] & (onehot == 0)  # [B, K]: clusters present in the batch, other than c_i
+    # [B_local, K]: clusters present in the batch, other than c_i
+    allowed = (count > 0)[None, :] & (F.one_hot(own, k) == 0)
     wc = torch.where(allowed, w[None, :], 0.0)
     wc = wc / wc.sum(dim=1, keepdim=True).clamp(min=torch.finfo(d.dtype).tiny)
-    dist_sum = d @ onehot  # [B, K]
+    dist_sum = d @ onehot  # [B_local, K]
     # Within a cluster: proportional to distance, uniform if all distances are 0 (duplicated embeddings).
     within = torch.where(dist_sum[:, clusters] > 0, d / dist_sum[:, clusters].clamp(min=torch.finfo(d.dtype).tiny), 1.0 / count[clusters][None, :])
-    return wc[:, clusters] * within * (clusters[:, None] != clusters[None, :])
+    return wc[:, clusters] * within * (own[:, None] != clusters[None, :])
+
+
+def _cross_distances(zq: torch.Tensor, zk: torch.Tensor, self_index: torch.Tensor, normalize: bool) -> torch.Tensor:
+    """The rows ``self_index`` of :func:`pairwise_distances` of ``zk``, computed from ``zq = zk[self_index]`` only."""
+    dtype = torch.promote_types(zq.dtype, torch.float32)
+    zq, zk = zq.to(dtype), zk.to(dtype)
+    if normalize:
+        zq, zk = F.normalize(zq, dim=1), F.normalize(zk, dim=1)
+    d2 = ((zq * zq).sum(dim=1)[:, None] + (zk * zk).sum(dim=1)[None, :] - 2.0 * zq @ zk.T).clamp(min=1e-12)
+    d = d2.sqrt()
+    d[torch.arange(zq.shape[0], device=d.device), self_index] = 0.0
+    return d
 
 
 @torch.no_grad()

@@ -1,4 +1,8 @@
-"""NT-Xent (SimCLR) with the fairness-driven negative weights and extra positives of Martin & Ogbuokiri."""
+"""NT-Xent (SimCLR) with the fairness-driven negative weights and extra positives of Martin & Ogbuokiri.
+
+Up to ``DENSE_MAX_ROWS`` rows the loss uses ``[2N, 2N]`` matrices; above it (or with ``block_size`` /
+``gather_distributed``) the linear-memory path of :mod:`faircl.losses.streaming`, with the same values and gradients.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import torch.nn.functional as F
 from faircl._checks import check_choice, check_embeddings, check_ids, check_positive
 
 from ._common import REDUCTIONS, as_float, contrastive_terms, full_precision
+from .streaming import nt_xent_streaming, use_streaming
 
 
 def _expand_pairs(m: torch.Tensor, n: int) -> torch.Tensor:
@@ -23,6 +28,8 @@ def nt_xent_loss(
     extra_positives: torch.Tensor | None = None,
     normalize: bool = True,
     reduction: str = "mean",
+    gather_distributed: bool = False,
+    block_size: int | None = None,
 ) -> torch.Tensor:
     """NT-Xent loss of SimCLR (Chen et al. 2020; Martin & Ogbuokiri eq. 2.1), optionally fairness-weighted.
 
@@ -49,6 +56,17 @@ def nt_xent_loss(
             positives of both views of ``n``.
         normalize: L2-normalise the embeddings.
         reduction: ``"mean"`` over the ``2N`` anchors, ``"sum"``, or ``"none"`` (``[2N]``, view-1 anchors first).
+        gather_distributed: under an initialised process group, contrast this process's anchors with the rows of
+            every process (both views gathered; see :mod:`faircl.losses.distributed`). The value is the loss of
+            the concatenated global batch on every rank (``"mean"`` over the global ``2N``), and the gradient is
+            scaled so that DDP's mean over ranks gives exactly that loss's gradient; ``"none"`` returns the local
+            anchors' terms. ``negative_weights`` must then be example-level, ``[N_local, N_global]`` (as returned
+            by ``fair_negative_weights(..., gather_distributed=True)``) or ``[N_global, N_global]``, with the global
+            examples in rank order; ``extra_positives`` still index the local examples. Without a process group it
+            changes nothing.
+        block_size: anchor rows per tile of the linear-memory path (peak memory ``O(N·(d + block_size))``);
+            ``None`` = automatic: dense up to ``DENSE_MAX_ROWS`` rows, streamed above. Giving it forces the
+            streamed path. Row-level ``[2N, 2N]`` weights always take the dense path.
 
     Returns:
         A scalar, or ``[2N]`` per-anchor terms for ``reduction="none"``.
@@ -60,6 +78,20 @@ def nt_xent_loss(
     check_positive("temperature", temperature)
     check_choice("reduction", reduction, REDUCTIONS)
     n = z1.shape[0]
+    extra = None
+    if extra_positives is not None:
+        extra = check_ids("extra_positives", extra_positives, size=n, allow_unknown=True)
+        if bool((extra >= n).any()):
+            row = int((extra >= n).nonzero()[0])
+            raise ValueError(f"`extra_positives` must index the batch (< {n}); row {row} holds {int(extra[row])}")
+    # Row-level [2N, 2N] weights only exist on the dense path; under gathering every weight matrix is example-level.
+    row_level = (
+        not gather_distributed and negative_weights is not None and tuple(negative_weights.shape) == (2 * n, 2 * n)
+    )
+    if not row_level and use_streaming(2 * n, gather_distributed, block_size):
+        return nt_xent_streaming(
+            z1, z2, temperature, negative_weights, extra, normalize, reduction, gather_distributed, block_size
+        )
     z = torch.cat([z1, z2], dim=0)
     example = torch.arange(n, device=z.device)
 
@@ -74,11 +106,7 @@ def nt_xent_loss(
         eye = torch.eye(rows, dtype=torch.bool, device=z.device)
         same_example = torch.eye(n, dtype=torch.bool, device=z.device).repeat(2, 2)
         positive = same_example & ~eye
-        if extra_positives is not None:
-            extra = check_ids("extra_positives", extra_positives, size=n, allow_unknown=True)
-            if bool((extra >= n).any()):
-                row = int((extra >= n).nonzero()[0])
-                raise ValueError(f"`extra_positives` must index the batch (< {n}); row {row} holds {int(extra[row])}")
+        if extra is not None:
             pair = torch.zeros(n, n, dtype=torch.bool, device=z.device)
             has = extra >= 0
             pair[example[has], extra[has]] = True

@@ -1,7 +1,9 @@
 """Supervised contrastive losses: SupCon, the fair contrastive loss (FCL) and CS-InfoNCE.
 
-All three are vectorised over anchors (one ``[B, B]`` similarity matrix, no loop) and compute their similarity
-logits and log-sum-exp in float32 (or float64 for float64 input) even under autocast.
+All three are vectorised over anchors and compute their similarity logits and log-sum-exp in float32 (or float64
+for float64 input) even under autocast. Up to ``DENSE_MAX_ROWS`` rows they use one ``[B, B]`` similarity matrix;
+above it (or with ``block_size`` / ``gather_distributed``) the linear-memory path of
+:mod:`faircl.losses.streaming`, which gives the same values and gradients.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import torch
 from faircl._checks import check_choice, check_embeddings, check_ids, check_positive
 
 from ._common import compact_ids, contrastive_terms
+from .streaming import cs_infonce_streaming, fcl_streaming, supcon_streaming, use_streaming
 
 SUPCON_REDUCTIONS = ("mean", "sum", "none", "confair")
 
@@ -34,6 +37,8 @@ def supcon_loss(
     temperature: float = 0.1,
     normalize: bool = True,
     reduction: str = "mean",
+    gather_distributed: bool = False,
+    block_size: int | None = None,
 ) -> torch.Tensor:
     """Supervised contrastive loss (Khosla et al. 2020; Shen et al. 2021 eq. 2; Chi et al. 2022 L_sup).
 
@@ -53,6 +58,14 @@ def supcon_loss(
         reduction: ``"mean"`` (default, the paper): mean of ``ℓ_i`` over anchors with ``|P(i)| > 0``;
             ``"sum"``: sum of ``ℓ_i``; ``"none"``: ``ℓ_i`` per anchor ``[B]`` (0 where ``|P(i)| = 0``);
             ``"confair"``: the ConFair authors' code, ``Σ_p −log p_ip / (1 + |P(i)|)`` averaged over all ``B`` anchors.
+        gather_distributed: under an initialised process group, contrast this process's anchors with the rows
+            of every process (labels gathered with them; see :mod:`faircl.losses.distributed`). The value
+            is the loss of the concatenated global batch on every rank, and the gradient is scaled so that DDP's
+            mean over ranks gives exactly that loss's gradient. ``"none"`` returns the local anchors' terms.
+            Without a process group it changes nothing.
+        block_size: anchor rows per tile of the linear-memory path (peak memory ``O(B·(d + block_size))``);
+            ``None`` = automatic: dense ``[B, B]`` up to ``DENSE_MAX_ROWS`` rows, streamed above. Giving it
+            forces the streamed path.
 
     Returns:
         A scalar (or ``[B]`` for ``"none"``). With no anchor having a positive, an exact 0 that still
@@ -62,6 +75,8 @@ def supcon_loss(
     labels = check_ids("labels", labels, size=z.shape[0], allow_unknown=True)
     check_positive("temperature", temperature)
     check_choice("reduction", reduction, SUPCON_REDUCTIONS)
+    if use_streaming(z.shape[0], gather_distributed, block_size):
+        return supcon_streaming(z, labels, temperature, normalize, reduction, gather_distributed, block_size)
     terms, num_pos = contrastive_terms(z, labels, temperature, normalize)
     return _reduce_supcon(terms, num_pos, reduction)
 
@@ -74,6 +89,8 @@ def fcl_loss(
     conditioning: str = "none",
     normalize: bool = True,
     reduction: str = "mean",
+    gather_distributed: bool = False,
+    block_size: int | None = None,
 ) -> torch.Tensor:
     """Fair contrastive loss L_fcl of Shen et al. 2021 (eq. 3 uses ``L_scl − L_fcl``: **subtract** this value).
 
@@ -93,6 +110,14 @@ def fcl_loss(
         reduction: as in :func:`supcon_loss`. For ``"class"``, ``"mean"`` averages each class's mean over
             its valid anchors, ``"confair"`` averages each class's ConFair-style mean over its rows,
             ``"sum"`` sums all ``ℓ_i``, and ``"none"`` returns the per-anchor ``ℓ_i`` of the within-class loss.
+        gather_distributed: under an initialised process group, contrast this process's anchors with the rows
+            of every process (labels and groups gathered with them; see :mod:`faircl.losses.distributed`). The
+            value is the loss of the concatenated global batch on every rank, and the gradient is scaled so that
+            DDP's mean over ranks gives exactly that loss's gradient. ``"none"`` returns the local anchors' terms.
+            Without a process group it changes nothing.
+        block_size: anchor rows per tile of the linear-memory path (peak memory ``O(B·(d + block_size))``);
+            ``None`` = automatic: dense ``[B, B]`` up to ``DENSE_MAX_ROWS`` rows, streamed above. Giving it
+            forces the streamed path.
 
     Returns:
         A scalar (or ``[B]`` for ``"none"``); 0 that back-propagates when no anchor has a positive.
@@ -103,11 +128,15 @@ def fcl_loss(
     groups = check_ids("groups", groups, size=batch, allow_unknown=True)
     check_positive("temperature", temperature)
     check_choice("reduction", reduction, SUPCON_REDUCTIONS)
+    if conditioning not in ("none", "class"):
+        raise ValueError(f"`conditioning` must be 'none' or 'class', got {conditioning!r}")
+    if use_streaming(batch, gather_distributed, block_size):
+        return fcl_streaming(
+            z, labels, groups, temperature, conditioning, normalize, reduction, gather_distributed, block_size
+        )
     if conditioning == "none":
         terms, num_pos = contrastive_terms(z, groups, temperature, normalize)
         return _reduce_supcon(terms, num_pos, reduction)
-    if conditioning != "class":
-        raise ValueError(f"`conditioning` must be 'none' or 'class', got {conditioning!r}")
 
     cls = compact_ids(labels)
     terms, num_pos = contrastive_terms(z, groups, temperature, normalize, block=cls)
@@ -137,6 +166,8 @@ def cs_infonce_loss(
     temperature: float = 0.1,
     normalize: bool = True,
     reduction: str = "sum",
+    gather_distributed: bool = False,
+    block_size: int | None = None,
 ) -> torch.Tensor:
     """Conditional supervised InfoNCE (Chi et al. 2022, eq. 2), to be **minimised** (it is ``−Σ w_i log ℓ_i``).
 
@@ -160,6 +191,15 @@ def cs_infonce_loss(
         normalize: L2-normalise the embeddings (the authors' code does not; the paper's similarity is a dot product).
         reduction: ``"sum"`` (default, eq. 2 as written), ``"mean"`` (eq. 2 divided by ``2N``), or ``"none"``:
             ``−log ℓ_i`` per anchor ``[2N]`` (view-1 anchors first) **before** the ``1/(N_{a,y}−1)`` weight.
+        gather_distributed: under an initialised process group, contrast this process's anchors with the rows
+            of every process (both views, labels and groups gathered with them; see
+            :mod:`faircl.losses.distributed`); cells and ``N_{a,y}`` are those of the global batch. The value is
+            the loss of the concatenated global batch on every rank, and the gradient is scaled so that DDP's mean
+            over ranks gives exactly that loss's gradient. ``"none"`` returns the local anchors' terms; ``"mean"``
+            divides by the global ``2N``. Without a process group it changes nothing.
+        block_size: anchor rows per tile of the linear-memory path (peak memory ``O(B·(d + block_size))``);
+            ``None`` = automatic: dense ``[B, B]`` up to ``DENSE_MAX_ROWS`` rows, streamed above. Giving it
+            forces the streamed path.
 
     Returns:
         A scalar (or ``[2N]``); 0 that back-propagates when every cell holds a single example.
@@ -173,6 +213,10 @@ def cs_infonce_loss(
     groups = check_ids("groups", groups, size=n, allow_unknown=True)
     check_positive("temperature", temperature)
     check_choice("reduction", reduction, CS_REDUCTIONS)
+    if use_streaming(2 * n, gather_distributed, block_size):
+        return cs_infonce_streaming(
+            z1, z2, labels, groups, temperature, normalize, reduction, gather_distributed, block_size
+        )
 
     example = torch.arange(n, device=z1.device)
     known = groups >= 0
