@@ -57,10 +57,12 @@ def _centred_unit_rows(h: torch.Tensor, eps: float) -> torch.Tensor:
 
 
 def diversity_loss(hidden_states: Sequence[torch.Tensor] | torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """Orthogonality (difference) loss between adversaries' hidden states (Han et al. 2021, diverse adversaries).
+    """Domain-separation (DSN, Bousmalis et al. 2016) form of the difference loss between adversaries' hidden states.
 
-    Each ``H_k`` ``[B, h]`` is centred over the batch and its rows L2-normalised (as in the domain-separation
-    difference loss the authors use); the loss is ``Σ_{k<l} mean((H_kᵀ H_l)²)`` over the ``[h, h]`` entries.
+    Each ``H_k`` ``[B, h]`` is centred over the batch and its rows L2-normalised; the loss is
+    ``Σ_{k<l} mean((H_kᵀ H_l)²)`` over the ``[h, h]`` cross-correlation entries. This is **not** the form of the
+    diverse-adversaries authors' released code (Han et al. 2021 / fairlib), which uses no centring and a ``[B, B]``
+    Gram matrix: see :func:`difference_loss` (``form="authors"``, the default of ``DiverseAdversarial``).
 
     Args:
         hidden_states: a list of ``K >= 2`` tensors ``[B, h]`` (widths may differ), or one tensor ``[K, B, h]``.
@@ -69,6 +71,19 @@ def diversity_loss(hidden_states: Sequence[torch.Tensor] | torch.Tensor, eps: fl
     Returns:
         A scalar ≥ 0, zero when the adversaries' hidden spaces are orthogonal over the batch.
     """
+    hs = _check_hidden_list(hidden_states)
+    units = [_centred_unit_rows(h, eps) for h in hs]
+    loss = units[0].new_zeros(())
+    for k in range(len(units)):
+        for l in range(k + 1, len(units)):
+            loss = loss + (units[k].T @ units[l]).pow(2).mean()
+    return loss
+
+
+DIFFERENCE_FORMS = ("authors", "dsn")
+
+
+def _check_hidden_list(hidden_states: Sequence[torch.Tensor] | torch.Tensor) -> list[torch.Tensor]:
     hs = list(hidden_states)
     if len(hs) < 2:
         raise ValueError(f"`hidden_states` needs at least 2 adversaries, got {len(hs)}")
@@ -76,11 +91,45 @@ def diversity_loss(hidden_states: Sequence[torch.Tensor] | torch.Tensor, eps: fl
     for k, h in enumerate(hs):
         if h.dim() < 2 or h.shape[0] != batch:
             raise ValueError(f"hidden state {k} must have shape [B={batch}, h], got {tuple(h.shape)}")
-    units = [_centred_unit_rows(h, eps) for h in hs]
+    return hs
+
+
+def difference_loss(hidden_states: Sequence[torch.Tensor] | torch.Tensor, form: str = "authors",
+                    eps: float = 1e-6) -> torch.Tensor:
+    """Difference (orthogonality) loss of diverse adversaries (Han et al. 2021, eq. of ``L_diff``).
+
+    ``form="authors"`` (default), as in the authors' released code: each ``H_k`` ``[B, h]`` (flattened) is divided
+    row-wise by its L2 norm **detached** from the graph (``+ eps``), without centring, and the loss is
+    ``Σ_{k<l} mean_{i,j}((Ĥ_k Ĥ_lᵀ)_{ij}²)`` over the ``[B, B]`` Gram matrix (all widths must be equal).
+    ``form="dsn"``: the centred ``[h, h]`` cross-correlation of the domain-separation paper
+    (:func:`diversity_loss`); the two are different losses with different gradients.
+
+    Args:
+        hidden_states: a list of ``K >= 2`` tensors ``[B, h]`` (``[B, h_k]`` allowed for ``"dsn"``), or one
+            tensor ``[K, B, h]``.
+        form: ``"authors"`` or ``"dsn"``.
+        eps: added to the row norms.
+
+    Returns:
+        A scalar ≥ 0.
+    """
+    if form not in DIFFERENCE_FORMS:
+        raise ValueError(f"form={form!r} must be one of {DIFFERENCE_FORMS}")
+    if form == "dsn":
+        return diversity_loss(hidden_states, eps)
+    hs = _check_hidden_list(hidden_states)
+    widths = {int(h[0].numel()) for h in hs}
+    if len(widths) > 1:
+        raise ValueError(f"the authors' difference loss needs hidden states of one width, got widths {sorted(widths)}")
+    units = []
+    for h in hs:
+        h = h.reshape(h.shape[0], -1)
+        h = h.to(torch.promote_types(h.dtype, torch.float32))
+        units.append(h / (h.norm(dim=1, keepdim=True).detach() + eps))
     loss = units[0].new_zeros(())
     for k in range(len(units)):
         for l in range(k + 1, len(units)):
-            loss = loss + (units[k].T @ units[l]).pow(2).mean()
+            loss = loss + (units[k] @ units[l].T).pow(2).mean()
     return loss
 
 

@@ -94,17 +94,36 @@ def ccd_rep_loss(neutral: torch.Tensor, neutral_original: torch.Tensor, reductio
     return per.sum() if reduction == "sum" else per.mean()
 
 
+BANDWIDTHS = ("median", "std", "mean", "variance")
+
+
 @torch.no_grad()
-def ccd_bandwidth(attr_embeddings: torch.Tensor, neutral: torch.Tensor) -> float:
-    """Median of ``‖f(S^{a_g}) − f(S^n)‖`` over all versions and contents: a data-driven ρ for :func:`ccd_bias_loss`.
+def ccd_bandwidth(attr_embeddings: torch.Tensor, neutral: torch.Tensor, how: str = "median") -> float:
+    """A data-driven ρ for :func:`ccd_bias_loss` from the distances ``d = ‖f(S^{a_g}) − f(S^n)‖`` (all versions and
+    contents).
+
+    ``how``: ``"median"`` (default, the median heuristic of Gaussian kernels: typical tuples sit near ``d = ρ``,
+    where ``|∂k/∂d|`` is largest), ``"std"``, ``"mean"``, or ``"variance"`` — the paper's words ("ρ = the variance
+    of the distance over the training data") taken literally. Departure: the default is the median because the
+    literal variance makes the kernel vanish on L2-normalised embeddings, whose distances lie in ``[0, 2]`` with a
+    variance far below their typical size. Measured in ``tests/reproduction/test_faithful.py`` on unit vectors with
+    the distance spread of sentence embeddings (median 0.40, variance 0.026, 200 tuples × 2 versions):
+    with ``"variance"`` (ρ = 0.026) 81% of the kernel values are ``< 1e-20`` and 56% are exactly 0, ``L_bias`` falls
+    from 0.53 to 0.017, and only 25% of the tuples receive any gradient (those whose versions lie unusually close
+    to the neutral one) against 100% with the median (ρ = 0.40).
 
     Args:
         attr_embeddings: ``[G, N, d]`` (embed a sample of training tuples with the original encoder).
         neutral: ``[N, d]``.
+        how: ``"median"`` | ``"std"`` | ``"mean"`` | ``"variance"``.
     """
+    if how not in BANDWIDTHS:
+        raise ValueError(f"how={how!r} must be one of {BANDWIDTHS}")
     _check_tuples(attr_embeddings, neutral)
-    d = (attr_embeddings.float() - neutral.float()[None]).norm(dim=-1)
-    rho = float(d.median())
+    d = (attr_embeddings.double() - neutral.double()[None]).norm(dim=-1).flatten()
+    value = {"median": d.median, "mean": d.mean, "std": lambda: d.std(unbiased=False),
+             "variance": lambda: d.var(unbiased=False)}[how]()
+    rho = float(value)
     if not rho > 0:
         raise ValueError("all attribute versions coincide with their neutral version: cannot set ρ from distances")
     return rho

@@ -10,7 +10,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from faircl.losses import diversity_loss, grad_reverse
+from faircl.losses import grad_reverse
+from faircl.losses.adversarial import DIFFERENCE_FORMS, difference_loss
 from faircl.methods.base import FairModule
 
 
@@ -46,6 +47,11 @@ class Adversarial(FairModule):
     strength while the encoder receives ``−λ_adv`` times the discriminators' gradient and unlearns ``a``. Rows with an
     unknown attribute (``-1``) are left out of the adversarial term.
 
+    ``L_diff`` (``n_adv > 1``) is computed, as in the diverse-adversaries authors' code (Han et al. 2021), on the
+    discriminators' hidden states of the **detached** representation ``sg(h)``: it trains only the discriminators
+    (keeps them apart) and sends no gradient to the encoder. Through ``R`` it would instead push the encoder
+    towards representations on which the adversaries disagree, a different objective.
+
     Args:
         lambda_adv: λ_adv, strength of the reversed gradient (Chi grids: 0.1–2).
         conditional: the discriminators also see the one-hot task label (equalized-odds variant: the encoder hides
@@ -53,6 +59,9 @@ class Adversarial(FairModule):
         n_adv: number of discriminators (1 for plain adversarial training).
         lambda_diff: weight of the orthogonality difference loss between discriminators' hidden states (used when
             ``n_adv > 1``).
+        diff_form: ``"authors"`` (default: the released code's ``[B, B]`` Gram form, no centring, detached norms)
+            or ``"dsn"`` (centred cross-correlation of the domain-separation paper); see
+            :func:`faircl.losses.adversarial.difference_loss`.
         adv_hidden: hidden width of each discriminator.
         adv_layers: hidden layers of each discriminator.
         adv_lr: learning rate of the discriminators (default: ``lr``).
@@ -65,6 +74,7 @@ class Adversarial(FairModule):
         conditional: bool = False,
         n_adv: int = 1,
         lambda_diff: float = 0.0,
+        diff_form: str = "authors",
         adv_hidden: int = 256,
         adv_layers: int = 2,
         adv_lr: float | None = None,
@@ -76,7 +86,10 @@ class Adversarial(FairModule):
             raise ValueError(f"n_adv must be >= 1, got {n_adv}")
         if lambda_diff < 0:
             raise ValueError(f"lambda_diff must be >= 0, got {lambda_diff}")
+        if diff_form not in DIFFERENCE_FORMS:
+            raise ValueError(f"diff_form={diff_form!r} must be one of {DIFFERENCE_FORMS}")
         super().__init__(**kwargs)
+        self.diff_form = diff_form
         self.lambda_adv, self.conditional, self.n_adv, self.lambda_diff = lambda_adv, conditional, n_adv, lambda_diff
         self.adv_hidden, self.adv_layers, self.adv_lr = adv_hidden, adv_layers, adv_lr
 
@@ -86,29 +99,35 @@ class Adversarial(FairModule):
         self.discriminators = nn.ModuleList(
             Discriminator(in_dim, self.adv_hidden, self.num_groups, self.adv_layers) for _ in range(self.n_adv))
 
-    def adversary_input(self, h: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """``R(h)``, with ``onehot(labels)`` appended when ``conditional`` (``[B, d (+C)]``)."""
-        rev = grad_reverse(h.float(), self.lambda_adv)
+    def adversary_input(self, h: torch.Tensor, labels: torch.Tensor, detach: bool = False) -> torch.Tensor:
+        """``R(h)`` (``sg(h)`` when ``detach``), with ``onehot(labels)`` appended when ``conditional``
+        (``[B, d (+C)]``)."""
+        rev = h.detach().float() if detach else grad_reverse(h.float(), self.lambda_adv)
         if self.conditional:
             rev = torch.cat([rev, F.one_hot(labels, self.num_classes).to(rev.dtype)], dim=1)
         return rev
 
     def adversarial_terms(self, h: torch.Tensor, labels: torch.Tensor,
                           groups: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Discriminators' cross-entropy (summed over discriminators) and, for ``n_adv > 1``, the difference loss."""
+        """Discriminators' cross-entropy (summed over discriminators) and, for ``n_adv > 1``, the difference loss
+        (on the discriminators' hidden states of the detached ``h``: it reaches only the discriminators)."""
         known = groups >= 0
         inp = self.adversary_input(h[known], labels[known])
         if not bool(known.any()):
             zero = h.sum() * 0.0  # no attribute known in this batch: a 0 that keeps the graph
             return {"adv": zero, "diff": zero} if self.n_adv > 1 else {"adv": zero}
-        adv, hidden = h.new_zeros((), dtype=torch.float32), []
+        adv = h.new_zeros((), dtype=torch.float32)
         for disc in self.discriminators:
-            logits, hid = disc(inp)
+            logits, _ = disc(inp)
             adv = adv + F.cross_entropy(logits.float(), groups[known])
-            hidden.append(hid)
         terms = {"adv": adv}
         if self.n_adv > 1:
-            terms["diff"] = diversity_loss(hidden) if len(inp) > 1 else adv * 0.0
+            if len(inp) > 1:
+                inp_sg = self.adversary_input(h[known], labels[known], detach=True)
+                hidden = [disc(inp_sg)[1] for disc in self.discriminators]
+                terms["diff"] = difference_loss(hidden, form=self.diff_form)
+            else:
+                terms["diff"] = adv * 0.0
         return terms
 
     def losses(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
