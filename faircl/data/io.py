@@ -22,8 +22,11 @@ import numpy as np
 __all__ = [
     "DataError", "where", "located", "require_path", "read_table", "read_csv_rows", "require_columns",
     "UNKNOWN_VALUES", "is_unknown", "texts_of", "float_column", "int_in", "stratified_split", "stratified_take",
-    "SPLIT_ALIASES",
+    "SPLIT_ALIASES", "PICKLE_SUFFIXES", "check_pickle_allowed", "label_values",
 ]
+
+#: Suffixes read with pickle (Bias in Bios' published format): loading one runs code from the file.
+PICKLE_SUFFIXES: tuple[str, ...] = (".pkl", ".pickle")
 
 #: Raw attribute values that mean "unknown" (compared case-insensitively after stripping); ``None`` and NaN too.
 UNKNOWN_VALUES: tuple[str, ...] = ("x", "", "nan", "none", "unknown", "-1", "na", "n/a")
@@ -61,17 +64,27 @@ def require_path(path: Path, what: str, hint: str = "") -> Path:
     return path
 
 
-def read_table(path: Path, sep: str | None = None, quotes: bool = True) -> Any:
+def check_pickle_allowed(path: Path, allow_pickle: bool) -> None:
+    """Raise :class:`DataError` for a pickle file unless ``allow_pickle``: unpickling runs code from the file."""
+    if Path(path).suffix.lower() in PICKLE_SUFFIXES and not allow_pickle:
+        raise DataError(f"{where(path)}: pickle files are not read by default, because loading one can run arbitrary "
+                        "code from the file; pass allow_pickle=True (--data.init_args.allow_pickle true) only for a "
+                        "file from a source you trust, or convert it to CSV / parquet")
+
+
+def read_table(path: Path, sep: str | None = None, quotes: bool = True, allow_pickle: bool = False) -> Any:
     """A CSV / TSV / pickle / parquet / JSON-lines file as a pandas DataFrame (CSV cells kept as strings).
 
     ``quotes=False`` reads every field verbatim (no quote processing), for TSV files whose texts hold stray quotes.
+    Pickle files need ``allow_pickle=True`` (loading one runs code from the file: trusted sources only).
     """
     import pandas as pd
 
     path = Path(path)
     suffix = path.suffix.lower()
+    check_pickle_allowed(path, allow_pickle)
     try:
-        if suffix in (".pkl", ".pickle"):
+        if suffix in PICKLE_SUFFIXES:
             obj = pd.read_pickle(path)
             return obj if isinstance(obj, pd.DataFrame) else pd.DataFrame(list(obj))
         if suffix == ".parquet":
@@ -81,14 +94,67 @@ def read_table(path: Path, sep: str | None = None, quotes: bool = True) -> Any:
         if sep is None:
             sep = "\t" if suffix == ".tsv" else ","
         return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, quoting=0 if quotes else 3)
-    except (ValueError, TypeError, KeyError, OSError, EOFError, ImportError) as err:
+    except (ValueError, TypeError, KeyError, OSError, EOFError, ImportError, IndexError, AttributeError,
+            UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         if isinstance(err, FileNotFoundError):
             raise
-        raise DataError(f"cannot read {where(path)}: {err}") from err
+        raise DataError(f"cannot read {where(path)}: {_first_line(err)}") from None
+
+
+def _first_line(err: BaseException) -> str:
+    lines = str(err).strip().splitlines()
+    return lines[0][:300] if lines else type(err).__name__
+
+
+def _number(text: str) -> float | None:
+    """``float(text)`` for a finite decimal number, else None (``nan``, ``inf`` and words are not numbers)."""
+    try:
+        f = float(text)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _canonical(f: float) -> str:
+    return str(int(f)) if f == int(f) else repr(f)
+
+
+def label_values(values: Sequence[Any], locate: Any = None) -> tuple[list[str], bool]:
+    """Label cells as class keys: ``(keys, numeric)``.
+
+    When every cell is a number, numerically equal spellings (``1``, ``1.0``, `` 1 ``, ``1e0``) give the same key
+    (``"1"``; non-integers their shortest ``repr``) and ``numeric`` is True, so classes sort by value. When no cell is
+    a number the stripped strings are returned. A column mixing numbers and text raises :class:`DataError`;
+    ``locate(r)`` (when given) returns where cell ``r`` is (file, column, row) for the message.
+    """
+    texts = [str(v).strip() for v in values]
+    nums = [_number(t) for t in texts]
+    is_num = [n is not None for n in nums]
+    if texts and all(is_num):
+        return [_canonical(n) for n in nums], True
+    if any(is_num):
+        # name the first cell of the minority kind
+        odd = not (sum(is_num) * 2 >= len(texts))
+        r = next(i for i, k in enumerate(is_num) if k == odd)
+        place = locate(r) if locate is not None else where(row=r)
+        example = next(texts[i] for i, k in enumerate(is_num) if k != odd)
+        raise DataError(f"{place}: label {texts[r]!r} mixes numeric and text labels in one column "
+                        f"(e.g. {example!r}); use one kind, or pass class_names")
+    return texts, False
 
 
 def read_csv_rows(path: Path, required: Sequence[str]) -> list[tuple[int, dict[str, str]]]:
-    """Rows of a CSV with a header as ``(line number, row dict)``; missing columns or short rows raise DataError."""
+    """Rows of a CSV with a header as ``(line number, row dict)``; missing columns, short rows, bad encoding or bad
+    quoting raise DataError."""
+    try:
+        return _read_csv_rows(path, required)
+    except UnicodeDecodeError as err:
+        raise DataError(f"file {str(path)!r}: not UTF-8 text (byte {err.start}: {err.reason})") from None
+    except csv.Error as err:
+        raise DataError(f"file {str(path)!r}: malformed CSV ({err})") from None
+
+
+def _read_csv_rows(path: Path, required: Sequence[str]) -> list[tuple[int, dict[str, str]]]:
     with open(path, newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
         header = reader.fieldnames or []

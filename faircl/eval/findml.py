@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from faircl._checks import check_choice, check_finite
+from faircl.checkpoints import check_checkpoint
 from faircl.data import DATAMODULES
 from faircl.eval.report import print_report, write_report
 from faircl.methods import METHODS
@@ -309,15 +310,16 @@ def load_model(ckpt: str | Path, cfg: dict[str, Any]):
     if not ckpt.is_file():
         raise SystemExit(f"findml: checkpoint {str(ckpt)!r} not found")
     name, _ = _node(cfg, "model")
+    ckpt_data = check_checkpoint(ckpt)  # weights_only=True: a crafted checkpoint runs no code; one-line errors
     if name is None:
-        hp = torch.load(ckpt, map_location="cpu", weights_only=False).get("hyper_parameters", {})
-        name = hp.get("_class_path")
+        hp = ckpt_data.get("hyper_parameters") or {}
+        name = hp.get("_class_path") if isinstance(hp, dict) else None
     choices = METHODS
     short = (name or "").rsplit(".", 1)[-1]
     if short not in choices:
         raise SystemExit(f"findml: cannot tell the method of {str(ckpt)!r} (model.class_path {name!r}); available: "
                          f"{', '.join(sorted(choices))}")
-    return choices[short].load_from_checkpoint(str(ckpt), map_location="cpu")
+    return choices[short].load_from_checkpoint(str(ckpt), map_location="cpu", weights_only=True)
 
 
 def embed(model, loader, max_rows: int | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, str]:

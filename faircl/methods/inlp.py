@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from faircl.checkpoints import check_checkpoint
 from faircl.methods.base import FairModule
 from faircl.metrics.probes import fit_probe, probe_accuracy
 
@@ -155,7 +156,7 @@ class INLP(FairModule):
         p = Path(path)
         if not p.is_file():
             raise FileNotFoundError(f"encoder_checkpoint {str(p)!r} not found (a .ckpt written by `faircl fit`)")
-        state = torch.load(str(p), map_location="cpu", weights_only=False)["state_dict"]
+        state = check_checkpoint(p)["state_dict"]
         enc = {k[len("encoder."):]: v for k, v in state.items() if k.startswith("encoder.")}
         if not enc:
             raise ValueError(f"encoder_checkpoint {str(p)!r} holds no 'encoder.*' weights")

@@ -113,7 +113,7 @@ def test_bias_in_bios_published_pickle_splits(tmp_path):
                 for i in range(n)]
         with open(root / f"{split}.pickle", "wb") as f:
             pickle.dump(rows, f)
-    dm = BiasInBios(str(root), representation="text")
+    dm = BiasInBios(str(root), representation="text", allow_pickle=True)
     s = dm.splits
     assert {k: len(v) for k, v in s.items()} == {"train": 6, "val": 2, "test": 4}
     assert dm.class_names == ["dj", "nurse"]
@@ -125,7 +125,7 @@ def test_bias_in_bios_single_file_with_splits(tmp_path):
             for split, n in (("train", 3), ("dev", 1), ("test", 2))}
     with open(tmp_path / "bios.pkl", "wb") as f:
         pickle.dump(rows, f)
-    s = BiasInBios(str(tmp_path / "bios.pkl"), representation="text").splits
+    s = BiasInBios(str(tmp_path / "bios.pkl"), representation="text", allow_pickle=True).splits
     assert {k: len(v) for k, v in s.items()} == {"train": 3, "val": 1, "test": 2} and s["val"][0]["x"] == "dev bio 0"
     path = write_csv(tmp_path / "b.csv", [*BIOS_HEADER, "split"],
                      [[f"b{i}", "dj", "M", ["train", "dev", "test", "train"][i % 4]] for i in range(8)])
@@ -613,7 +613,7 @@ def test_real_jigsaw_templates(data_dir):
 
 def test_cli_selects_text_datamodules_by_name(in_tmp):
     """``--data BiasInBios`` / ``HateSpeech`` with their own and inherited arguments, input_dim linked to the model."""
-    from faircl.cli import main
+    from faircl.cli import run_cli as main
 
     bios = bios_dir(in_tmp, per_cell=6)
     main(["fit", "--model", "CE", "--model.encoder", "bow", "--data", "BiasInBios", "--data.data_dir", str(bios),

@@ -15,6 +15,7 @@ a rerun costs nothing. :meth:`LLMAugmenter.prompt_search` is the polarity-guided
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -22,6 +23,7 @@ import re
 import socket
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +53,33 @@ class AugmentBackend(Protocol):
         """The assistant's reply text."""
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Never follow a redirect: urllib would repeat the ``Authorization`` header to the new location, which may be
+    another host. The 3xx reply surfaces as an ``HTTPError`` and is rejected."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: D102 - urllib hook
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
+def _split_credentials(url: str) -> tuple[str, str | None]:
+    """``(url without user:password@, "user:password" or None)``."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    return urllib.parse.urlunsplit(parts._replace(netloc=host)), urllib.parse.unquote(userinfo)
+
+
+def _origin(url: str) -> str:
+    """``scheme://host[:port]`` of ``url`` (no credentials, path or query), for messages."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return f"{parts.scheme}://{host}" if parts.scheme else "<relative URL>"
+
+
 def _env(*names: str) -> str | None:
     for n in names:
         v = os.environ.get(n)
@@ -66,21 +95,29 @@ class OpenAIChatBackend:
         base_url: e.g. ``http://127.0.0.1:8000/v1`` (default: ``$FAIRCL_LLM_BASE_URL`` or ``$OPENAI_BASE_URL``).
         model: model name (default: ``$FAIRCL_LLM_MODEL`` or ``$OPENAI_MODEL``).
         api_key: bearer token (default: ``$FAIRCL_LLM_API_KEY`` or ``$OPENAI_API_KEY``; none is sent if unset).
+            ``user:password@`` in ``base_url`` is taken out of the URL and sent as HTTP basic auth instead (when no
+            key is set).
         temperature: sampling temperature (0 = as deterministic as the server allows).
         timeout: seconds per request.
         max_retries: retries after the first attempt (timeouts, connection errors, 429, 5xx).
         backoff: first retry delay in seconds, doubled each retry up to ``max_backoff``.
         requests_per_minute: space requests at least ``60 / rpm`` seconds apart (``None`` = no limit).
         sleep / clock: injectable for tests.
+
+    Secrets. Redirects are never followed (urllib would repeat the ``Authorization`` header to the new location,
+    possibly another host): a 3xx reply is an :class:`LLMError` naming only the target's origin. The key and the URL
+    credentials never appear in an error message, the ``repr`` or a reply (any echo of them is replaced by
+    ``[REDACTED]``); messages name the endpoint without credentials.
     """
 
     def __init__(self, base_url: str | None = None, model: str | None = None, api_key: str | None = None,
                  temperature: float = 0.0, timeout: float = 60.0, max_retries: int = 4, backoff: float = 1.0,
                  max_backoff: float = 30.0, requests_per_minute: float | None = None,
                  sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> None:
-        self.base_url = (base_url or _env("FAIRCL_LLM_BASE_URL", "OPENAI_BASE_URL") or "").rstrip("/")
-        if not self.base_url:
+        raw_url = (base_url or _env("FAIRCL_LLM_BASE_URL", "OPENAI_BASE_URL") or "").rstrip("/")
+        if not raw_url:
             raise ValueError("no LLM endpoint: pass base_url or set FAIRCL_LLM_BASE_URL (or OPENAI_BASE_URL)")
+        self.base_url, self._userinfo = _split_credentials(raw_url)
         if not self.base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must start with http:// or https://, got {self.base_url!r}")
         self.model = model or _env("FAIRCL_LLM_MODEL", "OPENAI_MODEL") or ""
@@ -93,6 +130,23 @@ class OpenAIChatBackend:
         self.sleep, self.clock = sleep, clock
         self._last_request: float | None = None
         self.requests_sent = 0
+
+    def __repr__(self) -> str:
+        key = "[REDACTED]" if self.api_key else None
+        return f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r}, api_key={key!r})"
+
+    def _secrets(self) -> list[str]:
+        out = []
+        for secret in (self.api_key, self._userinfo, *(self._userinfo or "").split(":", 1)):
+            if secret and len(secret) >= 4:
+                out += [secret, urllib.parse.quote(secret, safe=""), json.dumps(secret)[1:-1]]
+        return sorted(set(out), key=len, reverse=True)
+
+    def redact(self, text: str) -> str:
+        """``text`` with every occurrence of the key or the URL credentials replaced by ``[REDACTED]``."""
+        for secret in self._secrets():
+            text = text.replace(secret, "[REDACTED]")
+        return text
 
     def payload(self, messages: list[Message]) -> dict:
         """The JSON body sent for ``messages`` (also the cache key's content)."""
@@ -110,7 +164,15 @@ class OpenAIChatBackend:
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
+        elif self._userinfo:
+            headers["Authorization"] = "Basic " + base64.b64encode(self._userinfo.encode("utf-8")).decode("ascii")
         url = f"{self.base_url}/chat/completions"
+        try:
+            return self.redact(self._post(url, body, headers))
+        except LLMError as e:
+            raise LLMError(self.redact(str(e))) from None
+
+    def _post(self, url: str, body: bytes, headers: dict[str, str]) -> str:
         last_error = ""
         for attempt in range(self.max_retries + 1):
             self._wait_for_rate_limit()
@@ -118,15 +180,21 @@ class OpenAIChatBackend:
             delay = min(self.max_backoff, self.backoff * 2 ** attempt)
             try:
                 req = urllib.request.Request(url, data=body, headers=headers, method="POST")
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                with _OPENER.open(req, timeout=self.timeout) as resp:
                     data = json.loads(resp.read().decode("utf-8"))
                 try:
                     return str(data["choices"][0]["message"]["content"])
                 except (KeyError, IndexError, TypeError):
-                    raise LLMError(f"{url}: reply has no choices[0].message.content: {str(data)[:200]}") from None
+                    raise LLMError(f"{url}: reply has no choices[0].message.content: "
+                                   f"{self.redact(str(data))[:200]}") from None
             except urllib.error.HTTPError as e:
+                if 300 <= e.code < 400:
+                    target = e.headers.get("Location", "") if e.headers else ""
+                    raise LLMError(f"{url}: HTTP {e.code} redirect to {_origin(target)} not followed (the request "
+                                   "carries credentials); set base_url to the final endpoint") from None
                 if e.code != 429 and e.code < 500:
-                    raise LLMError(f"{url}: HTTP {e.code} {e.reason}: {e.read()[:200]!r}") from None
+                    detail = self.redact(e.read()[:200].decode("utf-8", "replace"))
+                    raise LLMError(f"{url}: HTTP {e.code} {e.reason}: {detail!r}") from None
                 last_error = f"HTTP {e.code}"
                 retry_after = e.headers.get("Retry-After") if e.headers else None
                 if retry_after is not None:
@@ -141,8 +209,9 @@ class OpenAIChatBackend:
                     last_error = f"timeout after {self.timeout}s"
                 else:
                     last_error = f"connection error: {e.reason}"
-            except json.JSONDecodeError as e:
-                raise LLMError(f"{url}: the reply is not JSON ({e})") from None
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                raise LLMError(f"{url}: the reply is not JSON ({type(e).__name__} at position "
+                               f"{getattr(e, 'pos', getattr(e, 'start', '?'))})") from None
             if attempt < self.max_retries:
                 self.sleep(delay)
         raise LLMError(f"{url}: failed after {self.max_retries + 1} attempts; last error: {last_error}")

@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from faircl.data.io import DataError, read_table, require_columns, stratified_split, texts_of, where
+from faircl.data.io import (PICKLE_SUFFIXES, DataError, check_pickle_allowed, read_table, require_columns,
+                            stratified_split, texts_of, where)
 from faircl.data.text.base import RawSplit, TextDataModule
 
 __all__ = ["BIOS_PROFESSIONS", "BiasInBios"]
@@ -70,7 +71,11 @@ class BiasInBios(TextDataModule):
         text_column: the biography column.
         val_fraction / test_fraction: shares of the seeded stratified split (when there are no split files).
         dedupe: drop repeated biographies (the first copy is kept) before splitting.
+        allow_pickle: read ``.pkl`` / ``.pickle`` files (the published splits' format). Off by default: loading a
+            pickle runs code from the file, so enable it only for files from a source you trust.
     """
+
+    data_folder = "bias_in_bios_samples"  # under $FAIRCL_DATA when data_dir is not given
 
     def __init__(
         self,
@@ -82,6 +87,7 @@ class BiasInBios(TextDataModule):
         val_fraction: float = 0.1,
         test_fraction: float = 0.2,
         dedupe: bool = True,
+        allow_pickle: bool = False,
         **kwargs,
     ) -> None:
         super().__init__(data_dir=data_dir, **kwargs)
@@ -89,14 +95,18 @@ class BiasInBios(TextDataModule):
         self.professions, self.text_column = professions, text_column
         self.val_fraction, self.test_fraction, self.dedupe = val_fraction, test_fraction, dedupe
         self.group_names = ["male", "female"]
+        self.allow_pickle = allow_pickle
 
-    @staticmethod
-    def _split_tables(path: Path) -> dict[str, Any] | None:
+    def _split_tables(self, path: Path) -> dict[str, Any] | None:
         """The splits held by one file: a pickled ``{"train", "dev"|"val", "test"}`` dict, or a ``split`` column."""
         import pandas as pd
 
-        if path.suffix.lower() in (".pkl", ".pickle"):
-            obj = pd.read_pickle(path)
+        if path.suffix.lower() in PICKLE_SUFFIXES:
+            check_pickle_allowed(path, self.allow_pickle)
+            try:
+                obj = pd.read_pickle(path)
+            except Exception as err:  # unpickling can raise anything; name the file
+                raise DataError(f"cannot read {where(path)}: {type(err).__name__}: {str(err)[:200]}") from None
             if isinstance(obj, dict):
                 tables = {}
                 for split, names in _SPLIT_ALIASES.items():
@@ -108,7 +118,7 @@ class BiasInBios(TextDataModule):
                     tables[split] = t if isinstance(t, pd.DataFrame) else pd.DataFrame(list(t))
                 return tables
             return None
-        df = read_table(path)
+        df = read_table(path, allow_pickle=self.allow_pickle)
         if "split" not in df.columns:
             return None
         alias = {name: split for split, names in _SPLIT_ALIASES.items() for name in names}
@@ -120,7 +130,7 @@ class BiasInBios(TextDataModule):
 
     def _parse(self, path: Path, df: Any = None) -> tuple[list[str], list[str], np.ndarray]:
         if df is None:
-            df = read_table(path)
+            df = read_table(path, allow_pickle=self.allow_pickle)
         label_col = "profession" if "profession" in df.columns else "p" if "p" in df.columns else "profession"
         gender_col = "gender" if "gender" in df.columns else "g" if "g" in df.columns else "gender"
         require_columns(df, [self.text_column, label_col, gender_col], path)

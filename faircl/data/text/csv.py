@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from faircl.data.base import encode_groups
-from faircl.data.io import (SPLIT_ALIASES, UNKNOWN_VALUES, DataError, is_unknown, read_table, require_columns, require_path,
-                            stratified_split, texts_of, where)
+from faircl.data.io import (SPLIT_ALIASES, UNKNOWN_VALUES, DataError, is_unknown, label_values, read_table,
+                            require_columns, require_path, stratified_split, texts_of, where)
 from faircl.data.text.base import RawSplit, TextDataModule
 
 __all__ = ["TextCSV"]
@@ -23,8 +23,9 @@ class TextCSV(TextDataModule):
     selects the split of every row; without it, seeded stratified splits are made.
 
     Labels: with ``label_threshold``, ``label ≥ threshold`` → 1 else 0 (e.g. toxicity scores); otherwise the
-    distinct values in ``class_names`` order (default: sorted, numerically when all are integers); a value outside
-    ``class_names`` raises. Attributes: one or several columns (intersectional groups ``female|black``); values in
+    distinct values in ``class_names`` order (default: sorted, numerically when all are numbers); a value outside
+    ``class_names`` raises. A numeric label column is compared as numbers (``1`` and ``1.0`` are one class); a column
+    mixing numbers and text raises :class:`DataError`. Attributes: one or several columns (intersectional groups ``female|black``); values in
     ``unknown_values`` give attribute ``-1`` (or drop the row with ``drop_unknown``).
 
     Args:
@@ -40,6 +41,7 @@ class TextCSV(TextDataModule):
         attribute_categories: per attribute column, its known values in group order (default: sorted observed).
         drop_unknown: drop rows whose attribute is unknown.
         sep: field separator (default: tab for ``.tsv``, else comma).
+        allow_pickle: read ``.pkl`` / ``.pickle`` files (loading a pickle runs code from it: trusted files only).
         val_fraction / test_fraction: shares of the seeded stratified split.
     """
 
@@ -58,6 +60,7 @@ class TextCSV(TextDataModule):
         attribute_categories: list[list[str]] | None = None,
         drop_unknown: bool = False,
         sep: str | None = None,
+        allow_pickle: bool = False,
         val_fraction: float = 0.1,
         test_fraction: float = 0.2,
         **kwargs,
@@ -72,6 +75,7 @@ class TextCSV(TextDataModule):
         self.unknown_values = list(UNKNOWN_VALUES if unknown_values is None else unknown_values)
         self.attribute_categories, self.drop_unknown = attribute_categories, drop_unknown
         self.sep, self.val_fraction, self.test_fraction = sep, val_fraction, test_fraction
+        self.allow_pickle = allow_pickle
 
     def _path(self, name: str) -> Path:
         p = Path(name).expanduser()
@@ -82,7 +86,7 @@ class TextCSV(TextDataModule):
     def _frame(self, paths: list[Path]) -> list[tuple[Path, Any]]:
         frames = []
         for p in paths:
-            df = read_table(p, self.sep)
+            df = read_table(p, self.sep, allow_pickle=self.allow_pickle)
             need = [self.text_column, self.label_column, *self.attribute_columns]
             if self.split_column:
                 need.append(self.split_column)
@@ -127,19 +131,27 @@ class TextCSV(TextDataModule):
             for p, r, v in all_labels:
                 if not v or v.lower() == "nan":
                     raise DataError(f"{where(p, self.label_column, r)}: missing label")
+            # numeric columns compare as numbers ("1" and "1.0" are one class); numbers mixed with text raise
+            keys, numeric = label_values([v for _, _, v in all_labels],
+                                         lambda k: where(all_labels[k][0], self.label_column, all_labels[k][1]))
+            canon = dict(zip((v for _, _, v in all_labels), keys))
             if self.class_order is not None:
-                names = [str(c) for c in self.class_order]
+                names = [str(c).strip() for c in self.class_order]
+                name_keys, names_numeric = label_values(names)
+                if not (numeric and names_numeric):
+                    name_keys = names
             else:
-                distinct = {v for _, _, v in all_labels}
-                numeric = all(v.lstrip("-").isdigit() for v in distinct)
-                names = sorted(distinct, key=(lambda v: int(v)) if numeric else None)
+                distinct = set(keys)
+                names = sorted(distinct, key=(lambda v: float(v)) if numeric else None)
+                name_keys = names
             self.class_names = names
-            index = {n: i for i, n in enumerate(names)}
+            index = {n: i for i, n in enumerate(name_keys)}
 
             def code(p: Path, r: int, v: str) -> int:
-                if v not in index:
+                key = canon.get(v, v)
+                if key not in index:
                     raise DataError(f"{where(p, self.label_column, r)}: label {v!r} is not one of {names}")
-                return index[v]
+                return index[key]
         # attribute categories over all tables, so ids agree across splits
         unknown = [u.lower() for u in self.unknown_values]
         if self.attribute_categories is not None:

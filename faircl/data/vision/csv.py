@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from faircl.data.base import encode_groups
-from faircl.data.io import SPLIT_ALIASES, DataError, read_csv_rows
+from faircl.data.io import SPLIT_ALIASES, DataError, label_values, read_csv_rows
 from faircl.data.vision.base import ImageFairDataModule, ImageTable
 
 __all__ = ["ImageCSV"]
@@ -50,13 +50,18 @@ class ImageCSV(ImageFairDataModule):
         absent = [c for c in required if c not in header]
         if absent:
             raise DataError(f"file {str(path)!r}, line 1: missing column(s) {absent}; header is {header}")
-        labels = [r[self.label_column].strip() for _, r in rows]
+        # numeric labels compare as numbers ("1" and "1.0" are one class); numbers mixed with text raise
+        labels, numeric = label_values([r[self.label_column] for _, r in rows],
+                                       lambda k: f"file {str(path)!r}, line {rows[k][0]}, column {self.label_column!r}")
         if self.fixed_class_names is not None:
             classes = self.fixed_class_names
+            keys, names_numeric = label_values(classes)
+            if not (numeric and names_numeric):
+                keys = [str(c).strip() for c in classes]
         else:
-            distinct = sorted(set(labels))
-            classes = sorted(distinct, key=int) if all(_is_int(v) for v in distinct) else distinct
-        index = {c: k for k, c in enumerate(classes)}
+            classes = sorted(set(labels), key=float if numeric else None)
+            keys = classes
+        index = {c: k for k, c in enumerate(keys)}
         y = np.empty(len(rows), dtype=np.int64)
         for k, ((line, _), lab) in enumerate(zip(rows, labels)):
             if lab not in index:
@@ -82,10 +87,3 @@ class ImageCSV(ImageFairDataModule):
         return ImageTable(paths, y, a, [str(c) for c in classes], groups, split=split, source=str(path),
                           lines=[line for line, _ in rows])
 
-
-def _is_int(v: str) -> bool:
-    try:
-        int(v)
-        return True
-    except ValueError:
-        return False

@@ -13,7 +13,8 @@ accumulated batch by batch and summed across processes. Rates are computed in fl
 
 Undefined quantities. A rate with an empty denominator (``TPR`` of a group with no positives of a class, any rate
 of a group absent from the data) is NaN, never 0. Gap statistics leave undefined terms out of their sums and maxima;
-a gap is NaN only when none of its terms is defined (for example, fewer than two groups present for a range).
+a gap is NaN when none of its terms is defined, and every gap is NaN when fewer than two groups have rows (a gap
+compares groups: one group alone is undefined, never a "perfectly fair" 0).
 
 Smoothing. ``smoothing=0`` (the default) gives exact rates. ``smoothing=1e-5`` reproduces the Shen et al. / fairlib
 GAP code exactly: fairlib adds ``ε`` to TP, FP and FN and computes ``TN = N − (TP+ε) − (FP+ε) − (FN+ε) + ε``, i.e.

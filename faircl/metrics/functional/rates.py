@@ -106,6 +106,19 @@ def _ranges(per_group) -> list[list[float]]:
     return out
 
 
+def _n_present(cm: list[Matrix]) -> int:
+    """Number of groups with at least one row."""
+    return sum(1 for m in cm if sum(map(sum, m)) > 0)
+
+
+def _dev_sums_or_nan(cm: list[Matrix], smoothing: float = 0.0) -> list[list[float]]:
+    """:func:`_dev_sums` of the counts; all NaN with fewer than two groups present (a gap needs two groups, even
+    with smoothing, which would give an absent group made-up rates)."""
+    if _n_present(cm) < 2:
+        return [[NAN] * len(cm[0]) for _ in range(3)] if cm else [[NAN] for _ in range(3)]
+    return _dev_sums(*_rate_table(cm, smoothing))
+
+
 def _eo_gap(dev: list[list[float]]) -> float:
     """ΔEO from :func:`_dev_sums`: the TPR and FPR terms of every class (binary tasks: class 1 only)."""
     classes = slice(1, None) if len(dev[0]) == 2 else slice(None)
@@ -163,9 +176,9 @@ def fairness_summary(counts: Tensor, smoothing: float = 0.0) -> dict[str, Tensor
     """
     cm_all = _counts(counts)
     cm, unknown = cm_all[:-1], cm_all[-1]
-    per_group, overall = _rate_table(cm)
-    dev = _dev_sums(per_group, overall)
-    rms_dev = _dev_sums(*_rate_table(cm, smoothing)) if smoothing else dev
+    per_group, _ = _rate_table(cm)
+    dev = _dev_sums_or_nan(cm)
+    rms_dev = _dev_sums_or_nan(cm, smoothing) if smoothing else dev
     rng = _ranges(per_group)
     acc_g = [_accuracy(m) for m in cm]
     everything = _total(cm_all)
@@ -212,9 +225,10 @@ def eo_gap_from_confusion(cm: Tensor) -> Tensor:
 
     ``ΔTPR^y = Σ_a |TPR_a^y − TPR^y|``, ``ΔFPR^y = Σ_a |FPR_a^y − FPR^y|`` (one-vs-rest for class ``y``; the overall
     rate is over the rows with a known group) and ``ΔEO = Σ_y (ΔTPR^y + ΔFPR^y)``. For a binary task only the positive
-    class ``y = 1`` is summed, as in the paper (class 0 would repeat the same gaps).
+    class ``y = 1`` is summed, as in the paper (class 0 would repeat the same gaps). NaN (undefined, not 0) when fewer
+    than two groups have rows.
     """
-    return _out(_eo_gap(_dev_sums(*_rate_table(_counts(cm)))), cm)
+    return _out(_eo_gap(_dev_sums_or_nan(_groups(_counts(cm)))), cm)
 
 
 def rate_gap_rms_from_confusion(cm: Tensor, rate: str = "tpr", smoothing: float = 0.0) -> Tensor:
@@ -222,11 +236,11 @@ def rate_gap_rms_from_confusion(cm: Tensor, rate: str = "tpr", smoothing: float 
 
     For two groups ``Σ_a |TPR_{a,y} − TPR_y| = |TPR_{0,y} − TPR_{1,y}|`` exactly (the overall rate is the
     size-weighted mean of the two), which is the paper's ``GAP^{TPR}_{a,y}``. Classes whose sum is undefined are left
-    out of the mean.
+    out of the mean. NaN (undefined, not 0) when fewer than two groups have rows.
     """
     if rate not in RATES:
         raise ValueError(f"rate must be one of {RATES}, got {rate!r}")
-    return _out(_rms(_dev_sums(*_rate_table(_counts(cm), smoothing))[RATES.index(rate)]), cm)
+    return _out(_rms(_dev_sums_or_nan(_groups(_counts(cm)), smoothing)[RATES.index(rate)]), cm)
 
 
 def demographic_parity_gap_from_confusion(cm: Tensor) -> Tensor:

@@ -1,0 +1,206 @@
+"""Safe, checked and atomic checkpoints, and per-epoch seeding for exact resumes.
+
+* :func:`load_checkpoint` reads a checkpoint with ``torch.load(weights_only=True)`` (no code runs from the file) and
+  turns every failure (missing, empty, truncated, random bytes, objects that are not plain data) into one
+  :class:`CheckpointError` line naming the file and what is wrong with it; :func:`check_checkpoint` also requires a
+  Lightning ``state_dict``.
+* :class:`AtomicCheckpointIO` is a Lightning ``CheckpointIO`` plugin that writes a checkpoint to a temporary file in the
+  same folder, ``fsync``\\ s it and ``os.replace``\\ s it over the target, so a crash during a save leaves the previous
+  good file in place (never a truncated one).
+* :func:`check_finite_terms` is the training-time guard of ``FairModule.training_step``: it stops at the first
+  non-finite loss term, naming the step, the term and the batch's row ids.
+* :class:`EpochSeed` is a callback that seeds Python, NumPy and torch from ``(seed, epoch, batch)`` before every
+  training step, so the randomness of a step (dropout) does not depend on what ran before: an epoch re-run after a
+  resume is identical to the uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import random
+import re
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as L
+import numpy as np
+import torch
+from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
+
+__all__ = ["AtomicCheckpointIO", "CheckpointError", "EpochSeed", "check_checkpoint", "check_finite_terms",
+           "load_checkpoint"]
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file cannot be used; the message names the file and what is wrong with it."""
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0][:200] if text else type(err).__name__
+
+
+def _diagnose(path: Path, err: BaseException) -> str:
+    """What is wrong with ``path``, in a few words, from the file's bytes and the loader's error."""
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    msg = str(err)
+    is_zip, is_pickle = head.startswith(b"PK\x03\x04"), head[:1] == b"\x80"
+    if not (is_zip or is_pickle):
+        return f"not a PyTorch checkpoint ({size} bytes of unrecognised data)"
+    if is_zip and not zipfile.is_zipfile(path):
+        return f"truncated or corrupt zip archive ({size} bytes)"
+    found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", msg)
+    if isinstance(err, pickle.UnpicklingError) and found:
+        return (f"holds objects that are not plain tensors or containers ({found.group(1)}); it is refused because "
+                "loading it could run code from the file (re-save it as a plain state_dict if you trust it)")
+    if is_pickle:
+        return f"truncated or corrupt pickle data ({size} bytes; {_first_line(err)})"
+    return f"corrupt checkpoint archive ({_first_line(err)})"
+
+
+def load_checkpoint(path: str | os.PathLike, map_location: Any = "cpu") -> dict[str, Any]:
+    """The checkpoint dict at ``path``, loaded with ``weights_only=True``.
+
+    Raises:
+        CheckpointError: missing, empty, truncated or corrupt file, a file that holds anything but plain data
+            (tensors, numbers, strings, containers), or a file whose content is not a dict. One line, naming the file.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise CheckpointError(f"checkpoint {str(p)!r}: file not found")
+    if not p.is_file():
+        raise CheckpointError(f"checkpoint {str(p)!r}: not a file")
+    if p.stat().st_size == 0:
+        raise CheckpointError(f"checkpoint {str(p)!r}: empty file (0 bytes)")
+    try:
+        obj = torch.load(str(p), map_location=map_location, weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError, AttributeError, TypeError,
+            KeyError, IndexError, UnicodeDecodeError, zipfile.BadZipFile) as err:
+        raise CheckpointError(f"checkpoint {str(p)!r}: {_diagnose(p, err)}") from None
+    if not isinstance(obj, dict):
+        raise CheckpointError(f"checkpoint {str(p)!r}: holds a {type(obj).__name__}, expected a dict")
+    return obj
+
+
+def check_checkpoint(path: str | os.PathLike, map_location: Any = "cpu") -> dict[str, Any]:
+    """:func:`load_checkpoint`, also requiring a Lightning ``state_dict`` of tensors; returns the checkpoint."""
+    ckpt = load_checkpoint(path, map_location)
+    state = ckpt.get("state_dict")
+    if not isinstance(state, dict):
+        raise CheckpointError(f"checkpoint {str(path)!r}: no 'state_dict' (keys: {sorted(map(str, ckpt))[:10]}); "
+                              "expected a Lightning checkpoint written by `faircl fit` or Trainer.save_checkpoint")
+    bad = [k for k, v in state.items() if not isinstance(v, torch.Tensor)]
+    if bad:
+        raise CheckpointError(f"checkpoint {str(path)!r}: state_dict entry {bad[0]!r} is not a tensor")
+    return ckpt
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return  # platforms without directory handles
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class AtomicCheckpointIO(TorchCheckpointIO):
+    """Local checkpoints written atomically: temp file in the target folder, ``fsync``, ``os.replace``.
+
+    A process killed during a save leaves at most a stray ``.<name>.*.tmp`` file next to the previous, complete
+    checkpoint. Loading goes through :func:`load_checkpoint` (``weights_only=True``, one-line errors).
+    Use: ``Trainer(plugins=[AtomicCheckpointIO()])``.
+    """
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: Any, storage_options: Any | None = None) -> None:
+        if storage_options is not None:
+            raise TypeError(f"{type(self).__name__} takes no storage_options")
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                self._write(checkpoint, fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        _fsync_dir(target.parent)
+
+    @staticmethod
+    def _write(checkpoint: dict[str, Any], fh: Any) -> None:
+        """Serialise ``checkpoint`` into the open temporary file (a hook for tests that simulate a crash)."""
+        torch.save(checkpoint, fh)
+
+    def load_checkpoint(self, path: Any, map_location: Any = "cpu", weights_only: bool | None = None) -> dict:
+        if weights_only is False:
+            raise CheckpointError(f"checkpoint {str(path)!r}: weights_only=False is not allowed by "
+                                  f"{type(self).__name__} (it would run code from the file)")
+        return load_checkpoint(path, map_location=map_location)
+
+
+class EpochSeed(L.Callback):
+    """Seed ``random``, NumPy and torch (CPU and CUDA) from ``(seed, epoch, batch, rank)`` before every training step.
+
+    With it, a step's dropout masks and other random draws inside the step depend only on the seed and the step's
+    place, not on what ran before, so the epoch Lightning re-runs after resuming from an epoch-end checkpoint draws
+    the same numbers as the uninterrupted run (shuffling is per ``(seed, epoch)`` in faircl's loaders). Lightning
+    creates the first loader iterator of a resumed run before any hook, so random views drawn in the main process
+    for the first batches of that epoch are not covered: use augmentations that are seeded per row, or resume at a
+    stage where they are unused, when those must match too.
+    """
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = int(seed)
+
+    def _reseed(self, trainer: L.Trainer, *place: int) -> None:
+        seq = np.random.SeedSequence([self.seed, int(trainer.global_rank), int(trainer.current_epoch), *place])
+        value = int(seq.generate_state(1, dtype=np.uint32)[0])
+        random.seed(value)
+        np.random.seed(value)
+        torch.manual_seed(value)
+
+    def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._reseed(trainer)
+
+    def on_train_batch_start(self, trainer: L.Trainer, pl_module: L.LightningModule, batch: Any,
+                             batch_idx: int) -> None:
+        self._reseed(trainer, 1, int(batch_idx))
+
+
+def check_finite_terms(terms: dict[str, torch.Tensor], batch: dict[str, Any], context: str) -> None:
+    """Raise ``FloatingPointError`` naming ``context`` (the step), the first non-finite term and the batch's ``idx``.
+
+    One device sync: every term is checked in a single ``isfinite`` over their concatenation.
+    """
+    values = [v.detach().float().reshape(-1) for v in terms.values()]
+    if not values:
+        return
+    finite = torch.isfinite(torch.cat(values))
+    if bool(finite.all()):
+        return
+    k = 0
+    for name, v in zip(terms, values):
+        if not bool(finite[k:k + v.numel()].all()):
+            break
+        k += v.numel()
+    idx = batch.get("idx") if isinstance(batch, dict) else None
+    rows = idx.reshape(-1).tolist() if isinstance(idx, torch.Tensor) else idx
+    shown = f"{list(rows)[:20]}{' ...' if rows is not None and len(rows) > 20 else ''}"
+    value = float(v[0]) if v.numel() == 1 else "non-finite"
+    raise FloatingPointError(f"{context}: loss term {name!r} is {value}; batch rows idx={shown}. Check those rows "
+                             "of the data, the learning rate and the loss temperature.")
