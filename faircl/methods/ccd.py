@@ -64,6 +64,10 @@ class CCD(FairModule):
         **kwargs: the other :class:`~faircl.methods.base.FairModule` arguments.
     """
 
+    default_monitor = ("val/loss", "min")  # the best checkpoint: lowest validation loss
+
+    input_kinds = ("tuples",)  # counterfactual tuples only
+
     def __init__(
         self,
         beta: float = 1.0,

@@ -171,7 +171,7 @@ def test_bad_batch_and_args(tiny_bert):
 @pytest.mark.parametrize("config", sorted((REPO / "configs" / "ccd").glob("*.yaml")), ids=lambda p: p.name)
 def test_cli_config_fast_dev_run(config, tiny_bert, data_dir, in_tmp, monkeypatch):
     monkeypatch.setenv("FAIRCL_DATA", str(data_dir))
-    from faircl.cli import main
+    from faircl.cli import run_cli as main
 
     cli = main(["fit", "--config", str(config), "--trainer.fast_dev_run=true",
                 f"--model.init_args.encoder_kwargs={{\"model_dir\": \"{tiny_bert}\"}}",

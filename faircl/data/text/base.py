@@ -45,6 +45,7 @@ from faircl.data.augment.text import EDA, WordNetUnavailableError
 from faircl.data.base import FairDataModule, FairDataset
 from faircl.data.feature_cache import FeatureCache
 from faircl.data.io import require_path
+from faircl.data.locations import default_data_dir, missing_data_dir
 from faircl.data.vocab import WordVocab
 
 __all__ = ["REPRESENTATIONS", "FEATURES", "RawSplit", "TextDataModule", "make_eda"]
@@ -166,6 +167,8 @@ class TextDataModule(_LoadedNames, FairDataModule):
     """
 
     _abstract = True  # a shared base (subclasses implement its hook): not selectable with --data
+    #: folder under ``$FAIRCL_DATA`` used when ``data_dir`` is not given (``None``: ``data_dir`` is required)
+    data_folder: str | None = None
 
     def __init__(
         self,
@@ -195,7 +198,7 @@ class TextDataModule(_LoadedNames, FairDataModule):
             raise ValueError(f"pooling={pooling!r} must be 'mean' or 'cls'")
         if frozen_views < 1:
             raise ValueError(f"frozen_views must be >= 1, got {frozen_views}")
-        self.data_dir = Path(data_dir).expanduser() if data_dir is not None else None
+        self.data_dir = default_data_dir(data_dir, self.data_folder)
         self.representation, self.features = representation, features
         self.encoder_dir, self.pooling, self.max_length = encoder_dir, pooling, max_length
         self.max_len, self.min_count, self.max_vocab = max_len, min_count, max_vocab
@@ -215,7 +218,7 @@ class TextDataModule(_LoadedNames, FairDataModule):
         """``data_dir`` as a Path, or a clear error when it was not given or does not exist."""
         name = type(self).__name__
         if self.data_dir is None:
-            raise ValueError(f"{name} needs data_dir (the folder holding its files). {hint}".strip())
+            raise ValueError(f"{missing_data_dir(name, self.data_folder)}. {hint}".strip())
         return require_path(self.data_dir, f"{name} data_dir", hint)
 
     # ------------------------------------------------------------------ building
@@ -228,6 +231,11 @@ class TextDataModule(_LoadedNames, FairDataModule):
             self.splits  # noqa: B018
             return len(self.vocab)
         return 0
+
+    @property
+    def input_kind(self) -> str:
+        """``features`` with frozen features, else the representation (``tokens`` or ``text``)."""
+        return "features" if self.features == "frozen" else self.representation
 
     def load_splits(self) -> dict[str, FairDataset]:
         raw = self.load_raw()

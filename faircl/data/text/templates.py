@@ -36,6 +36,8 @@ class JigsawTemplates(TextDataModule):
         probe_fraction: share of rows in the train (= val) split.
     """
 
+    data_folder = "jigsaw_sentence_templates"  # under $FAIRCL_DATA when data_dir is not given
+
     def __init__(
         self,
         data_dir: str | None = None,

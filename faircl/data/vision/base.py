@@ -26,6 +26,7 @@ import numpy as np
 
 from faircl.data.base import FairDataModule, FairDataset
 from faircl.data.io import DataError, stratified_split, stratified_take
+from faircl.data.locations import default_data_dir, missing_data_dir
 from faircl.data.vision.images import (IMAGENET_MEAN, IMAGENET_STD, _Cached, _ReadImage, _ToInput,
                                        simclr_view_transform)
 from faircl.data.vision.imbalance import induce_imbalance
@@ -81,10 +82,12 @@ class ImageFairDataModule(FairDataModule):
     """
 
     _abstract = True  # a shared base (subclasses implement its hook): not selectable with --data
+    #: folder under ``$FAIRCL_DATA`` used when ``data_dir`` is not given (``None``: the working directory)
+    data_folder: str | None = None
 
     def __init__(
         self,
-        data_dir: str = ".",
+        data_dir: str | None = None,
         image_size: int = 64,
         normalize: str = "imagenet",
         cache: bool = False,
@@ -112,7 +115,8 @@ class ImageFairDataModule(FairDataModule):
         if not (0 <= val_fraction < 1 and 0 < test_fraction < 1 and val_fraction + test_fraction < 1):
             raise ValueError(f"need 0 <= val_fraction, 0 < test_fraction and their sum < 1, got {val_fraction}, "
                              f"{test_fraction}")
-        self.data_dir = Path(data_dir)
+        self.data_dir = default_data_dir(data_dir, self.data_folder) or Path(".")
+        self._data_dir_given = data_dir is not None
         self.image_size = image_size
         self.normalize = normalize
         self.cache = cache
@@ -140,12 +144,18 @@ class ImageFairDataModule(FairDataModule):
     def input_dim(self) -> int:
         return 3
 
+    @property
+    def input_kind(self) -> str:
+        return "images"
+
     def view_transform(self) -> Callable:
         return simclr_view_transform(self.image_size, self.view_strength)
 
     # -------------------------------------------------------------- helpers for readers
     def _require(self, *names: str) -> Path:
         """Path of ``data_dir/<names>``; a clear error when the folder or file is missing."""
+        if not self._data_dir_given and self.data_folder and str(self.data_dir) == ".":
+            raise DataError(missing_data_dir(type(self).__name__, self.data_folder))
         if not self.data_dir.is_dir():
             raise DataError(f"{type(self).__name__}: data_dir {str(self.data_dir)!r} is not a directory")
         path = self.data_dir.joinpath(*names)

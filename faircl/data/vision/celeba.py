@@ -103,7 +103,9 @@ class CelebA(ImageFairDataModule):
         **kwargs: :class:`ImageFairDataModule` arguments (``missing_images="drop"`` for partial image folders).
     """
 
-    def __init__(self, data_dir: str = ".", target: str = "Smiling", protected: str | list[str] = "Male",
+    data_folder = "celeba_tiny"  # under $FAIRCL_DATA when data_dir is not given
+
+    def __init__(self, data_dir: str | None = None, target: str = "Smiling", protected: str | list[str] = "Male",
                  skin_tone: bool = False, image_folder: str | None = None, **kwargs) -> None:
         super().__init__(data_dir=data_dir, **kwargs)
         self.target = target

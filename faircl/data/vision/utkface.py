@@ -30,7 +30,9 @@ class UTKFace(ImageFairDataModule):
         **kwargs: :class:`ImageFairDataModule` arguments.
     """
 
-    def __init__(self, data_dir: str = ".", target: str = "gender", attribute: str = "race",
+    data_folder = "utkface_subset"  # under $FAIRCL_DATA when data_dir is not given
+
+    def __init__(self, data_dir: str | None = None, target: str = "gender", attribute: str = "race",
                  age_bins: list[int] | None = None, **kwargs) -> None:
         super().__init__(data_dir=data_dir, **kwargs)
         if target not in ("gender", "age_bins", "race"):

@@ -1,0 +1,7 @@
+"""``python -m faircl.cli ...`` = ``faircl ...``."""
+
+import sys
+
+from faircl.cli.app import main
+
+sys.exit(main())

@@ -1,0 +1,92 @@
+"""What ``faircl predict`` and ``faircl export`` write."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from lightning.pytorch.callbacks import BasePredictionWriter
+
+from faircl.cli.runs import CLIError
+from faircl.methods.base import FairModule
+
+KEEP = ("logits", "h", "z", "y", "a", "idx")
+
+
+class PredictionFiles(BasePredictionWriter):
+    """Writes the predictions of one ``predict`` run into its run folder.
+
+    - ``predictions.pt``: a dict of tensors ``idx``, ``y``, ``a``, ``prediction``, ``probabilities`` and, when
+      ``embeddings``, ``h`` (and ``z`` for contrastive methods), rows in split order;
+    - ``predictions.csv``: ``idx, y, a, prediction, prob_<class>...``.
+
+    Under several processes every rank writes ``predictions.rank<r>.*`` (its own shard).
+    """
+
+    def __init__(self, split: str, embeddings: bool = True) -> None:
+        super().__init__(write_interval="epoch")
+        self.split, self.embeddings = split, embeddings
+        self.written: list[Path] = []
+
+    def write_on_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, predictions: Any,
+                           batch_indices: Any) -> None:
+        batches = predictions[0] if predictions and isinstance(predictions[0], list) else predictions
+        keep = KEEP if self.embeddings else ("logits", "y", "a", "idx")
+        cols: dict[str, list[torch.Tensor]] = {}
+        for out in batches:
+            for k in keep:
+                if isinstance(out.get(k), torch.Tensor):
+                    cols.setdefault(k, []).append(out[k].detach().float().cpu() if k in ("logits", "h", "z")
+                                                  else out[k].detach().cpu())
+        data = {k: torch.cat(v) for k, v in cols.items()}
+        if "logits" not in data:
+            raise CLIError(f"{type(pl_module).__name__} has no classifier output ('logits'): nothing to predict")
+        if "idx" in data:
+            order = torch.argsort(data["idx"])
+            data = {k: v[order] for k, v in data.items()}
+        probs = data["logits"].softmax(-1)
+        data.update(probabilities=probs, prediction=probs.argmax(-1), split=self.split)
+        suffix = f".rank{trainer.global_rank}" if trainer.world_size > 1 else ""
+        out_dir = Path(trainer.log_dir or trainer.default_root_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        pt_path, csv_path = out_dir / f"predictions{suffix}.pt", out_dir / f"predictions{suffix}.csv"
+        torch.save({k: v for k, v in data.items() if k != "logits"} | {"logits": data["logits"]}, pt_path)
+        n = len(probs)
+        with csv_path.open("w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["idx", "y", "a", "prediction", *[f"prob_{c}" for c in range(probs.shape[1])]])
+            for r in range(n):
+                w.writerow([_item(data, "idx", r), _item(data, "y", r), _item(data, "a", r),
+                            int(data["prediction"][r]), *[f"{float(p):.6f}" for p in probs[r]]])
+        self.written = [pt_path, csv_path]
+
+
+def _item(data: dict[str, Any], key: str, r: int) -> Any:
+    return int(data[key][r]) if key in data else ""
+
+
+def export_encoder(ckpt_path: str | Path, out: str | Path, overwrite: bool = False) -> Path:
+    """Save the encoder of a trained method (CCD or any method with a Hugging Face text encoder) as a Hugging Face /
+    sentence-transformers folder."""
+    ckpt_path, out = Path(ckpt_path), Path(out)
+    if not ckpt_path.is_file():
+        raise CLIError(f"export: no such checkpoint file {str(ckpt_path)!r}")
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise CLIError(f"export: {str(out)!r} is not empty; pass --overwrite or choose another --out")
+    try:
+        model = FairModule.load_from_checkpoint(ckpt_path, map_location="cpu", weights_only=False)
+    except Exception as err:
+        raise CLIError(f"export: cannot load {str(ckpt_path)!r}: {type(err).__name__}: {err}") from err
+    if hasattr(model, "save_pretrained"):
+        return Path(model.save_pretrained(out))
+    enc = model.encoder
+    if not (hasattr(enc, "model") and hasattr(enc.model, "save_pretrained") and hasattr(enc, "tokenizer")):
+        raise CLIError(f"export: {type(model).__name__} has a {type(enc).__name__} encoder; only Hugging Face text "
+                       "encoders (encoder: hf) are exported")
+    out.mkdir(parents=True, exist_ok=True)
+    enc.model.save_pretrained(str(out))
+    enc.tokenizer.save_pretrained(str(out))
+    return out
