@@ -9,7 +9,7 @@ import torch
 import torch.distributed as dist
 
 __all__ = ["GradientCache", "all_gather_with_grad", "group_names_or_default", "is_distributed", "per_group_items",
-           "split_batch"]
+           "quiet_trainer_kwargs", "split_batch"]
 
 
 def group_names_or_default(group_names: Sequence[str] | None, num_groups: int) -> list[str]:
@@ -29,6 +29,15 @@ def per_group_items(name: str, values: torch.Tensor | Iterable[float], group_nam
     if len(vals) != len(group_names):
         raise ValueError(f"{name} has {len(vals)} per-group values for {len(group_names)} group names")
     return {f"{name}/{g}": float(v) for g, v in zip(group_names, vals)}
+
+
+def quiet_trainer_kwargs(**over: Any) -> dict[str, Any]:
+    """``lightning.Trainer`` keyword arguments for a fast, silent CPU run (no logger, checkpoints, progress bar or
+    model summary), updated with ``over``: ``L.Trainer(**quiet_trainer_kwargs(max_epochs=3))``."""
+    kw: dict[str, Any] = dict(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                              enable_progress_bar=False, enable_model_summary=False)
+    kw.update(over)
+    return kw
 
 
 def is_distributed() -> bool:
@@ -149,6 +158,18 @@ class GradientCache:
         ddp_module: the ``DistributedDataParallel`` wrapper whose ``no_sync()`` should suppress gradient
             synchronisation on all but the last chunk, when ``encoder`` is not itself that wrapper (e.g. a
             lambda calling it). Under Lightning: ``self.trainer.strategy.model``.
+        backward: runs the backward pass of the per-chunk surrogate ``Σ ⟨rep, ∂L/∂rep⟩`` (e.g. Lightning's
+            ``manual_backward``, which applies the mixed-precision loss scaling and DDP's bookkeeping). With it,
+            the loss gradient of the cached embeddings is taken with ``torch.autograd.grad`` (unscaled) and the loss
+            may have no trainable parameters of its own. Default: ``Tensor.backward``.
+        sync_params: parameters that must all take part in the last (synchronised) backward, e.g. every trainable
+            parameter of a DDP-wrapped module: a zero-valued term over them is added to the last chunk's surrogate,
+            so DDP without ``find_unused_parameters`` reduces parameters that only earlier chunks (or the other
+            view) reached.
+
+    ``encoder`` may also return a dict of tensors (e.g. a model's ``{"h", "z", "logits"}``): each entry is cached
+    and concatenated, ``loss_fn`` receives one dict per input, and entries without a loss gradient are skipped.
+    ``loss_fn`` may return a dict of terms with the total under ``"loss"``; the call then returns the detached dict.
 
     Example:
         >>> cache = GradientCache(lambda x: model(x)["z"], cs_infonce_loss, chunk_size=32)
@@ -162,6 +183,8 @@ class GradientCache:
         loss_fn: Callable[..., torch.Tensor],
         chunk_size: int,
         ddp_module: torch.nn.Module | None = None,
+        backward: Callable[[torch.Tensor], Any] | None = None,
+        sync_params: Iterable[torch.nn.Parameter] | None = None,
     ) -> None:
         if chunk_size < 1:
             raise ValueError(f"`chunk_size` must be >= 1, got {chunk_size}")
@@ -171,6 +194,8 @@ class GradientCache:
         self.encoder = encoder
         self.loss_fn = loss_fn
         self.chunk_size = int(chunk_size)
+        self.backward = backward
+        self.sync_params = sync_params
 
     def _encoders(self, n: int) -> list[Callable[[Any], torch.Tensor]]:
         if callable(self.encoder):
@@ -180,15 +205,17 @@ class GradientCache:
             raise ValueError(f"got {len(encoders)} encoders for {n} inputs: pass one encoder, or one per input")
         return encoders
 
-    def __call__(self, *inputs: Any, **loss_kwargs: Any) -> torch.Tensor:
-        """Run forward and backward over ``inputs`` (each a full batch); return the detached loss."""
+    def __call__(self, *inputs: Any, **loss_kwargs: Any) -> Any:
+        """Run forward and backward over ``inputs`` (each a full batch); return the detached loss (or terms)."""
         if not inputs:
             raise ValueError("GradientCache needs at least one input batch")
+        if self.sync_params is not None:
+            self.sync_params = list(self.sync_params)
         encoders = self._encoders(len(inputs))
         chunks = [split_batch(x, self.chunk_size) for x in inputs]
 
         states: list[list[_RngState]] = []
-        cached: list[torch.Tensor] = []
+        cached: list[Any] = []
         with torch.no_grad():
             for enc, parts in zip(encoders, chunks):
                 states.append([])
@@ -196,26 +223,67 @@ class GradientCache:
                 for part in parts:
                     states[-1].append(_RngState())
                     reps.append(enc(part))
-                cached.append(torch.cat(reps, dim=0).detach().requires_grad_(True))
+                cached.append(_cache_leaves(reps))
         after = _RngState()
 
-        loss = self.loss_fn(*cached, **loss_kwargs)
+        result = self.loss_fn(*cached, **loss_kwargs)
+        loss = result["loss"] if isinstance(result, dict) else result
         if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
-            raise ValueError("`loss_fn` must return a scalar tensor")
-        loss.backward()
-        grads = [c.grad if c.grad is not None else torch.zeros_like(c) for c in cached]
+            raise ValueError("`loss_fn` must return a scalar tensor (or a dict with a scalar 'loss')")
+        leaves = [_leaf_items(c) for c in cached]
+        flat = [t for items in leaves for _, t in items]
+        if self.backward is None:
+            loss.backward()
+            flat_grads = [t.grad for t in flat]
+        else:
+            flat_grads = list(torch.autograd.grad(loss, flat, allow_unused=True)) if flat else []
+        it = iter(flat_grads)
+        grads = [{k: next(it) for k, _ in items} for items in leaves]
 
-        jobs = [
-            (enc, part, state, g)
-            for enc, parts, st, grad in zip(encoders, chunks, states, grads)
-            for part, state, g in zip(parts, st, grad.split(self.chunk_size, dim=0))
-        ]
-        for j, (enc, part, state, g) in enumerate(jobs):
+        jobs = []
+        for enc, parts, st, cache, grad in zip(encoders, chunks, states, cached, grads):
+            split = {k: (g.split(self.chunk_size, dim=0) if g is not None else None) for k, g in grad.items()}
+            for i, (part, state) in enumerate(zip(parts, st)):
+                g_i = {k: g[i] for k, g in split.items() if g is not None}
+                if g_i:
+                    jobs.append((enc, part, state, g_i, isinstance(cache, dict)))
+        for j, (enc, part, state, g, is_dict) in enumerate(jobs):
             state.restore()
             last = j == len(jobs) - 1
             no_sync = getattr(self.ddp_module if self.ddp_module is not None else enc, "no_sync", None)
             with no_sync() if (no_sync is not None and not last) else nullcontext():
                 rep = enc(part)
-                rep.backward(g.to(rep.dtype))
+                reps = rep if is_dict else {"": rep}
+                if self.backward is None and not is_dict and self.sync_params is None:
+                    rep.backward(g[""].to(rep.dtype))
+                else:
+                    surrogate = sum((_wide(reps[k]) * _wide(gk)).sum() for k, gk in g.items())
+                    if last and self.sync_params is not None:
+                        surrogate = surrogate + sum((p * 0).sum() for p in self.sync_params if p.requires_grad)
+                    (self.backward or torch.Tensor.backward)(surrogate)
         after.restore()
+        if isinstance(result, dict):
+            return {k: v.detach() if isinstance(v, torch.Tensor) else v for k, v in result.items()}
         return loss.detach()
+
+
+def _wide(t: torch.Tensor) -> torch.Tensor:
+    """``t`` in at least float32 (half-precision outputs are summed in float32; float64 stays float64)."""
+    return t.float() if t.dtype in (torch.float16, torch.bfloat16) else t
+
+
+def _cache_leaves(reps: list[Any]) -> Any:
+    """Concatenate per-chunk outputs (tensors or dicts of tensors) into detached leaves that record gradients."""
+    def leaf(parts: list[torch.Tensor]) -> torch.Tensor:
+        t = torch.cat(parts, dim=0).detach()
+        return t.requires_grad_(True) if t.is_floating_point() else t
+
+    if isinstance(reps[0], dict):
+        return {k: leaf([r[k] for r in reps]) for k, v in reps[0].items() if isinstance(v, torch.Tensor)}
+    return leaf(reps)
+
+
+def _leaf_items(cache: Any) -> list[tuple[str, torch.Tensor]]:
+    if isinstance(cache, dict):
+        return [(k, t) for k, t in cache.items() if t.requires_grad]
+    return [("", cache)]

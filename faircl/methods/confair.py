@@ -25,8 +25,9 @@ class ConFair(FairModule):
     only (``stage1_epochs`` epochs), then stage ``classifier`` freezes it and trains the classifier with
     cross-entropy (a logistic regression with the default linear classifier).
 
-    Under DDP, stages leave some parameters without gradients (the heads of the other stage, the frozen
-    encoder): use ``--trainer.strategy ddp_find_unused_parameters_true``.
+    With ``pipeline=True`` each stage freezes what it does not train (the classifier in stage ``contrastive``, the
+    encoder in stage ``classifier``) and the DDP wrapper is rebuilt at the stage start, so plain
+    ``--trainer.strategy ddp`` works.
 
     Args:
         alpha: α, weight of ``L_ce``.
@@ -39,6 +40,10 @@ class ConFair(FairModule):
         reduction: SupCon reduction, ``mean`` (the paper) or ``confair`` (the authors' code, ``1/(1+|P(i)|)``).
         pipeline: train ``Con_*^ft`` instead of the end-to-end ``Con_*``.
         stage1_epochs: epochs of the contrastive stage when ``pipeline=True``.
+        gather_distributed: under DDP, contrast the local anchors with every process's rows (the loss of the global
+            batch, exact gradients after DDP averaging).
+        grad_cache_chunk: train with a gradient cache of this many rows per chunk (memory of a ``chunk``-row
+            step, gradients of the whole batch; manual optimisation, see :mod:`faircl.methods.scale`).
         **kwargs: :class:`~faircl.methods.base.FairModule` arguments.
     """
 
@@ -53,6 +58,8 @@ class ConFair(FairModule):
         reduction: str = "mean",
         pipeline: bool = False,
         stage1_epochs: int = 5,
+        gather_distributed: bool = True,
+        grad_cache_chunk: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -71,9 +78,13 @@ class ConFair(FairModule):
         self.alpha, self.beta, self.temperature, self.lambda_fcl = alpha, beta, temperature, lambda_fcl
         self.fcl_conditioning, self.reduction = fcl_conditioning, reduction
         self.pipeline, self.stage1_epochs = pipeline, stage1_epochs
+        if grad_cache_chunk is not None and grad_cache_chunk < 1:
+            raise ValueError(f"grad_cache_chunk must be >= 1 or None, got {grad_cache_chunk}")
+        self.gather_distributed, self.grad_cache_chunk = gather_distributed, grad_cache_chunk
+        self.automatic_optimization = grad_cache_chunk is None
 
     def embed_heads(self, h: torch.Tensor) -> dict[str, torch.Tensor]:
-        return {"z": F.normalize(h.float(), dim=-1)}
+        return {"z": F.normalize(h if h.dtype == torch.float64 else h.float(), dim=-1)}
 
     def stage_epochs(self) -> list[tuple[str, int | None]]:
         if self.pipeline:
@@ -83,13 +94,18 @@ class ConFair(FairModule):
     def on_stage_start(self, stage: str) -> None:
         if stage == "classifier":
             self.freeze_module(self.encoder)
+            self.unfreeze_module(self.classifier)
+        elif stage == "contrastive":
+            self.freeze_module(self.classifier)
 
     def contrastive_terms(self, out: dict[str, torch.Tensor], labels: torch.Tensor,
                           groups: torch.Tensor) -> dict[str, torch.Tensor]:
         """``L_scl`` (SupCon on the labels) and ``L_fcl`` (SupCon on the groups, optionally within classes)."""
-        scl = supcon_loss(out["z"], labels, temperature=self.temperature, normalize=False, reduction=self.reduction)
+        gather = self.gather_distributed
+        scl = supcon_loss(out["z"], labels, temperature=self.temperature, normalize=False, reduction=self.reduction,
+                          gather_distributed=gather)
         fcl = fcl_loss(out["z"], labels, groups, temperature=self.temperature, conditioning=self.fcl_conditioning,
-                       normalize=False, reduction=self.reduction)
+                       normalize=False, reduction=self.reduction, gather_distributed=gather)
         return {"scl": scl, "fcl": fcl}
 
     def losses(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

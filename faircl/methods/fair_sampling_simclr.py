@@ -15,6 +15,11 @@ All phases run in one ``fit``:
    paper's Algorithm 1) is replaced by its expectation inside the batch (weighted denominator), and the nearest
    neighbour is searched within the batch rather than the whole split. With ``recluster_every = R > 0`` the
    clustering is redone every R epochs of the ``fair`` stage.
+   ``negatives="sampled"`` runs Algorithm 1 literally instead: for each anchor **one** negative is drawn from the
+   other clusters ∝ ``w(c)`` × distance (:func:`faircl.losses.sampled_negatives.sample_negatives` on the same
+   weights), and the loss contrasts each positive (other view, nearest same-cluster row) with that single negative
+   (:func:`faircl.losses.sampled_negatives.sampled_pair_loss`). The weighted denominator stays the default because
+   it is the in-batch expectation of the draw with far lower gradient variance; the sampled form is the paper's.
 
 Logged at every clustering, from :class:`faircl.metrics.ClusterBalance` on the same train embeddings (its own
 seeded K-means, K = ``num_clusters``): ``cluster/dominance`` (largest cluster share), ``cluster/entropy`` (of the
@@ -35,7 +40,9 @@ from typing import Any
 import torch
 
 from faircl.losses import nt_xent_loss
+from faircl.losses.sampled_negatives import sample_negatives, sampled_pair_loss
 from faircl.methods.base import FairModule
+from faircl.methods.scale import view_outputs
 from faircl.metrics import ClusterBalance
 from faircl.metrics.clustering import kmeans
 from faircl.metrics.probes import linear_probe as shared_linear_probe
@@ -57,13 +64,21 @@ class FairSamplingSimCLR(FairModule):
         num_clusters: K of K-means (4).
         epsilon: ε of the cluster weights (0.1).
         nearest_positive: add the nearest same-cluster row as a positive in the ``fair`` phase.
+        negatives: ``"weighted"`` (default: weighted NT-Xent denominator, the expectation of the draw) or
+            ``"sampled"`` (Algorithm 1 as written: one negative drawn per anchor from the other clusters).
         recluster_every: re-cluster every R epochs of the ``fair`` phase (0 = never).
         cluster_on: ``z`` (projection, as the paper) or ``h`` (encoder output).
         cluster_seed: seed of K-means.
         kmeans_iters: maximum Lloyd iterations.
         probe_max_rows: at most this many train rows for the test-time linear probe.
+        gather_distributed: under DDP, contrast the local anchors with every process's rows (NT-Xent and the
+            negative weights of the global batch; the cluster state is identical on every rank). The nearest
+            same-cluster positive is still searched in the local batch. Not used with ``negatives="sampled"``.
+        grad_cache_chunk: train with a gradient cache of this many rows per chunk (see :mod:`faircl.methods.scale`).
         **kwargs: :class:`~faircl.methods.base.FairModule` arguments.
     """
+
+    requires_views = True
 
     def __init__(
         self,
@@ -75,11 +90,14 @@ class FairSamplingSimCLR(FairModule):
         num_clusters: int = 4,
         epsilon: float = 0.1,
         nearest_positive: bool = True,
+        negatives: str = "weighted",
         recluster_every: int = 0,
         cluster_on: str = "z",
         cluster_seed: int = 0,
         kmeans_iters: int = 100,
         probe_max_rows: int = 5000,
+        gather_distributed: bool = True,
+        grad_cache_chunk: int | None = None,
         **kwargs: Any,
     ) -> None:
         if stage1_epochs < 0 or recluster_every < 0:
@@ -87,11 +105,17 @@ class FairSamplingSimCLR(FairModule):
                              f"{recluster_every}")
         if num_clusters < 2:
             raise ValueError(f"num_clusters must be >= 2, got {num_clusters}")
+        if negatives not in ("weighted", "sampled"):
+            raise ValueError(f"negatives must be 'weighted' or 'sampled', got {negatives!r}")
         if cluster_on not in ("z", "h"):
             raise ValueError(f"cluster_on must be 'z' or 'h', got {cluster_on!r}")
         if temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
+        if grad_cache_chunk is not None and grad_cache_chunk < 1:
+            raise ValueError(f"grad_cache_chunk must be >= 1 or None, got {grad_cache_chunk}")
         super().__init__(**kwargs)
+        self.grad_cache_chunk = grad_cache_chunk
+        self.automatic_optimization = grad_cache_chunk is None
 
     # ------------------------------------------------------------------ model
     def build_heads(self) -> None:
@@ -120,18 +144,24 @@ class FairSamplingSimCLR(FairModule):
     # ------------------------------------------------------------------ training
     def losses(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         hp = self.hparams
-        z1, z2 = out["z"], self(self.require_views(batch))["z"]
+        z1, z2 = out["z"], view_outputs(self, batch)["z"]
+        gather = bool(hp.get("gather_distributed", True)) and hp.get("negatives", "weighted") != "sampled"
         terms: dict[str, torch.Tensor] = {}
         if self.stage == "fair":
             if self.cluster_ids.numel() == 0:
                 raise RuntimeError("the fair phase started without cluster assignments (cluster_ids is empty)")
             clusters = self.cluster_ids[batch["idx"]]
             weights = fair_negative_weights(z1.detach(), clusters, hp.num_clusters, hp.epsilon,
-                                            cluster_freq=self.cluster_freq)
+                                            cluster_freq=self.cluster_freq, gather_distributed=gather)
             extra = nearest_cluster_positive(z1.detach(), clusters) if hp.nearest_positive else None
-            terms["nt_xent"] = nt_xent_loss(z1, z2, hp.temperature, negative_weights=weights, extra_positives=extra)
+            if hp.get("negatives", "weighted") == "sampled":
+                drawn = sample_negatives(weights)
+                terms["nt_xent"] = sampled_pair_loss(z1, z2, drawn, hp.temperature, extra_positives=extra)
+            else:
+                terms["nt_xent"] = nt_xent_loss(z1, z2, hp.temperature, negative_weights=weights,
+                                                extra_positives=extra, gather_distributed=gather)
         else:
-            terms["nt_xent"] = nt_xent_loss(z1, z2, hp.temperature)
+            terms["nt_xent"] = nt_xent_loss(z1, z2, hp.temperature, gather_distributed=gather)
         terms["loss"] = terms["nt_xent"]
         return self.with_probe_loss(terms, batch, out)
 

@@ -1,0 +1,302 @@
+"""The GPU path: mixed-precision training of the methods, loss and metric speed on the GPU, loss peak memory vs B.
+
+1. ``bf16-mixed`` and ``16-mixed`` training of ConFair, SimCLR and PARADE (and ConFair with the gradient cache under
+   ``16-mixed``) on a synthetic ``BiasedFeatures`` task: the train losses stay finite and the test metrics
+   (accuracy, TPR-gap RMS) match the ``32-true`` run of the same seed within a tolerance.
+2. The loss ratios of ``benchmarks/losses.py`` (forward+backward time / log-sum-exp floor) and the metric ratios of
+   ``benchmarks/metrics.py`` (``GroupFairness`` vs a bincount floor, ``GroupRecallAtK`` vs a chunked matmul floor),
+   on CUDA tensors, timed with device synchronisation, interleaved (``metrics.interleaved`` / ``metrics.summarise``).
+3. Peak GPU memory (``torch.cuda.max_memory_allocated``) of one forward+backward of SupCon vs the batch size B:
+   the dense ``[B, B]`` path, the block-wise path (``block_size``) and the log-sum-exp floor.
+
+Without CUDA it prints ``skipped: no CUDA`` and exits with 0. Needs no jsonargparse and no nlpaug.
+
+    python benchmarks/gpu.py [--quick] [--write benchmarks/results/gpu.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # sibling benchmark scripts
+
+PRECISIONS = ("32-true", "bf16-mixed", "16-mixed")
+
+
+# ---------------------------------------------------------------------------------------------- 1. mixed precision
+def train_and_test(method: str, precision: str, quick: bool, **extra: Any) -> dict[str, float]:
+    """Fit ``method`` for a few epochs on BiasedFeatures at ``precision``; the test report and the train losses."""
+    import lightning as L
+
+    from faircl.data import BiasedFeatures
+    from faircl.methods import METHODS
+    from faircl.testing import quiet_trainer_kwargs
+
+    L.seed_everything(0, verbose=False)
+    two_views = method in ("SimCLR", "FairSamplingSimCLR", "TwoStageCL", "OneStageCL")
+    n = 2048 if quick else 8192
+    dm = BiasedFeatures(n_train=n, n_val=512, n_test=2048, dim=32, batch_size=256, seed=0, two_views=two_views)
+    model = METHODS[method](num_classes=2, num_groups=2, input_dim=dm.input_dim, encoder_kwargs={"hidden_dim": 128},
+                            leakage=False, **extra)
+    losses: list[float] = []
+
+    class Record(L.Callback):
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            loss = outputs["loss"] if isinstance(outputs, dict) else outputs
+            if loss is not None:
+                losses.append(float(loss))
+
+    kw = quiet_trainer_kwargs(accelerator="gpu", max_epochs=2 if quick else 4, precision=precision,
+                              limit_val_batches=0, callbacks=[Record()])
+    trainer = L.Trainer(**kw)
+    start = time.perf_counter()
+    trainer.fit(model, datamodule=dm)
+    fit_s = time.perf_counter() - start
+    trainer.test(model, datamodule=dm, verbose=False)
+    report = {k: float(v) for k, v in model.test_report.items() if isinstance(v, float)}
+    report["finite_losses"] = float(bool(losses) and all(math.isfinite(v) for v in losses))
+    report["last_loss"] = losses[-1] if losses else float("nan")
+    report["fit_s"] = fit_s
+    return report
+
+
+def bench_precision(quick: bool, tol: float) -> list[dict[str, Any]]:
+    configs = [("ConFair", {}), ("SimCLR", {}), ("PARADE", {}), ("ConFair", {"grad_cache_chunk": 64})]
+    rows = []
+    for method, extra in configs:
+        precisions = PRECISIONS if not extra else ("32-true", "16-mixed")
+        ref = None
+        for precision in precisions:
+            rep = train_and_test(method, precision, quick, **extra)
+            if ref is None:
+                ref = rep
+            d_acc = abs(rep.get("accuracy", float("nan")) - ref.get("accuracy", float("nan")))
+            d_gap = abs(rep.get("tpr_gap_rms", float("nan")) - ref.get("tpr_gap_rms", float("nan")))
+            ok = bool(rep["finite_losses"]) and d_acc <= tol and d_gap <= tol
+            name = method + (f" (grad_cache_chunk={extra['grad_cache_chunk']})" if extra else "")
+            rows.append({"method": name, "precision": precision, "accuracy": rep.get("accuracy"),
+                         "tpr_gap_rms": rep.get("tpr_gap_rms"), "last_loss": rep["last_loss"], "fit_s": rep["fit_s"],
+                         "d_acc": d_acc, "d_gap": d_gap, "ok": ok})
+            print(f"{name:36s} {precision:10s} acc={rep.get('accuracy', float('nan')):.4f} "
+                  f"gap={rep.get('tpr_gap_rms', float('nan')):.4f} loss={rep['last_loss']:.4f} "
+                  f"fit={rep['fit_s']:.1f}s  Δacc={d_acc:.4f} Δgap={d_gap:.4f} {'ok' if ok else 'MISMATCH'}",
+                  flush=True)
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------- 2. speed ratios
+def synced(fn: Callable[[], Any]) -> Callable[[], Any]:
+    def run() -> Any:
+        out = fn()
+        torch.cuda.synchronize()
+        return out
+    return run
+
+
+def loss_cases(batch: int, dim: int, device: torch.device) -> dict[str, Callable[[torch.Tensor], torch.Tensor]]:
+    """The cases of ``benchmarks/losses.py`` (same names, labels and τ) on ``device``."""
+    from losses import TAU, make_cases
+
+    # make_cases draws its ids on the CPU; rebuild the same closures with the ids moved to the device.
+    from faircl.losses import cs_infonce_loss, fcl_loss, nt_xent_loss, supcon_loss
+    from faircl.mining import fair_negative_weights
+
+    names = [n for n in make_cases(8, dim) if not n.startswith("PML")]
+    g = torch.Generator().manual_seed(0)
+    y = torch.randint(0, 10, (batch,), generator=g).to(device)
+    a = torch.randint(0, 2, (batch,), generator=g).to(device)
+    half = batch // 2
+    clusters = torch.randint(0, 4, (half,), generator=g).to(device)
+    fns = [
+        lambda z: torch.logsumexp(z @ z.T / TAU, dim=1).sum(),
+        lambda z: torch.logsumexp((z / TAU) @ z.T, dim=1).sum(),
+        lambda z: supcon_loss(z, y, TAU),
+        lambda z: cs_infonce_loss(z[:half], z[half:], y[:half], a[:half], TAU),
+        lambda z: fcl_loss(z, y, a, TAU),
+        lambda z: fcl_loss(z, y, a, TAU, conditioning="class"),
+        lambda z: nt_xent_loss(z[:half], z[half:], TAU),
+        lambda z: nt_xent_loss(z[:half], z[half:], TAU,
+                               negative_weights=fair_negative_weights(z[:half].detach(), clusters, 4)),
+    ]
+    return dict(zip(names, fns))
+
+
+def bench_losses(sizes: list[int], dim: int, repeats: int) -> list[tuple[int, str, float, float, float, float]]:
+    from metrics import interleaved, summarise
+
+    dev = torch.device("cuda")
+    rows = []
+    for batch in sizes:
+        z0 = torch.nn.functional.normalize(torch.randn(batch, dim, device=dev), dim=1)
+        cases = loss_cases(batch, dim, dev)
+
+        def step(fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[], None]:
+            return synced(lambda: fn(z0.clone().requires_grad_(True)).backward())
+
+        times = interleaved({name: step(fn) for name, fn in cases.items()}, repeats)
+        for name, med, ratio, lo, hi in summarise(times, next(iter(cases))):
+            rows.append((batch, name, med * 1e3, ratio, lo, hi))
+            print(f"B={batch:6d} {name:34s} {med * 1e3:8.2f} ms  {ratio:5.2f}× floor [{lo:.2f}, {hi:.2f}]", flush=True)
+    return rows
+
+
+def bench_metrics(n: int, n_recall: int, repeats: int) -> list[tuple[str, float, float, float, float]]:
+    from metrics import interleaved, summarise
+
+    from faircl.metrics import GroupFairness, GroupRecallAtK
+
+    dev = torch.device("cuda")
+    gen = torch.Generator().manual_seed(0)
+    groups = torch.randint(4, (n,), generator=gen).to(dev)
+    target = torch.randint(2, (n,), generator=gen).to(dev)
+    preds = torch.randint(2, (n,), generator=gen).to(dev)
+    metric = GroupFairness(2, 4).to(dev)
+
+    def floor():
+        return torch.bincount((groups * 2 + target) * 2 + preds, minlength=16)
+
+    def ours():
+        metric.reset()
+        metric.update(preds, target, groups)
+        return metric.compute()
+
+    rows = summarise(interleaved({"bincount floor": synced(floor), "GroupFairness update+compute": synced(ours)},
+                                 repeats), "bincount floor")
+    x = torch.nn.functional.normalize(torch.randn(n_recall, 128, generator=gen), dim=1).to(dev)
+    labels = torch.randint(100, (n_recall,), generator=gen).to(dev)
+    grp = torch.randint(4, (n_recall,), generator=gen).to(dev)
+    chunk = max(1, (1 << 24) // n_recall)
+
+    def rfloor():
+        xt = x.t()
+        out = torch.empty(n_recall, dtype=torch.long, device=dev)
+        for s in range(0, n_recall, chunk):
+            out[s:s + chunk] = (x[s:s + chunk] @ xt).argmax(1)
+        return out
+
+    def recall():
+        m = GroupRecallAtK(1, 4, chunk_size=chunk).to(dev)
+        m.update(x, labels, grp)
+        return m.compute()
+
+    rows += summarise(interleaved({"chunked matmul + argmax floor": synced(rfloor),
+                                   "GroupRecallAtK (euclidean)": synced(recall)}, repeats),
+                      "chunked matmul + argmax floor")
+    for name, med, ratio, lo, hi in rows:
+        print(f"{name:36s} {med * 1e3:8.2f} ms  {ratio:5.2f}× floor [{lo:.2f}, {hi:.2f}]", flush=True)
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------- 3. peak memory
+def peak_memory(sizes: list[int], dim: int, block: int) -> list[tuple[int, str, float]]:
+    from faircl.losses import streaming, supcon_loss
+
+    dev = torch.device("cuda")
+    g = torch.Generator().manual_seed(0)
+
+    def dense(z, y):
+        saved = streaming.DENSE_MAX_ROWS
+        streaming.DENSE_MAX_ROWS = 1 << 62  # force the dense [B, B] path
+        try:
+            return supcon_loss(z, y, 0.1)
+        finally:
+            streaming.DENSE_MAX_ROWS = saved
+
+    cases = {
+        "floor logsumexp(z zᵀ/τ)": lambda z, y: torch.logsumexp(z @ z.T / 0.1, dim=1).sum(),
+        "supcon_loss dense [B, B]": dense,
+        f"supcon_loss block-wise (block_size={block})": lambda z, y: supcon_loss(z, y, 0.1, block_size=block),
+    }
+    rows = []
+    for batch in sizes:
+        z0 = torch.nn.functional.normalize(torch.randn(batch, dim, generator=g), dim=1).to(dev)
+        y = torch.randint(0, 10, (batch,), generator=g).to(dev)
+        for name, fn in cases.items():
+            z = z0.clone().requires_grad_(True)
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+            try:
+                fn(z, y).backward()
+                torch.cuda.synchronize()
+                mib = (torch.cuda.max_memory_allocated() - base) / 2**20
+            except torch.cuda.OutOfMemoryError:
+                mib = float("inf")
+            del z
+            rows.append((batch, name, mib))
+            print(f"B={batch:6d} {name:40s} peak {mib:10.1f} MiB", flush=True)
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------- report
+def to_markdown(prec, loss_rows, metric_rows, mem_rows, tol: float) -> str:
+    props = torch.cuda.get_device_properties(0)
+    out = [f"# The GPU path\n\n{props.name}, {props.total_memory / 2**30:.0f} GiB; torch {torch.__version__}. "
+           "Produced by `python benchmarks/gpu.py`.\n",
+           "## Mixed-precision training\n",
+           f"BiasedFeatures (d = 32), MLP encoder (128), batch 256, seed 0; test metrics vs the `32-true` run "
+           f"(tolerance {tol}).\n",
+           "| method | precision | accuracy | TPR-gap RMS | last train loss | fit (s) | Δacc | Δgap | ok |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in prec:
+        out.append(f"| {r['method']} | {r['precision']} | {r['accuracy']:.4f} | {r['tpr_gap_rms']:.4f} | "
+                   f"{r['last_loss']:.4f} | {r['fit_s']:.1f} | {r['d_acc']:.4f} | {r['d_gap']:.4f} | "
+                   f"{'yes' if r['ok'] else 'NO'} |")
+    sizes = sorted({r[0] for r in loss_rows})
+    out += ["\n## Losses on the GPU (forward+backward, ratio to the log-sum-exp floor)\n",
+            "| loss | " + " | ".join(f"B={b}" for b in sizes) + " |", "|---|" + "---|" * len(sizes)]
+    table = {(b, n): (ms, ratio) for b, n, ms, ratio, _, _ in loss_rows}
+    for name in dict.fromkeys(r[1] for r in loss_rows):
+        out.append(f"| {name} | " + " | ".join(f"{table[(b, name)][0]:.2f} ms ({table[(b, name)][1]:.2f}×)"
+                                               for b in sizes) + " |")
+    out += ["\nd = 128, τ = 0.1, float32; median over interleaved repeats of the time / the floor's time in the "
+            "same repeat (device synchronised).\n",
+            "## Metrics on the GPU\n", "| metric | median time | ratio to floor (IQR) |", "|---|---|---|"]
+    for name, med, ratio, lo, hi in metric_rows:
+        out.append(f"| {name} | {med * 1e3:.2f} ms | {ratio:.2f}× [{lo:.2f}, {hi:.2f}] |")
+    msizes = sorted({r[0] for r in mem_rows})
+    out += ["\n## Peak GPU memory of one SupCon forward+backward\n",
+            "| path | " + " | ".join(f"B={b}" for b in msizes) + " |", "|---|" + "---|" * len(msizes)]
+    mem = {(b, n): m for b, n, m in mem_rows}
+    for name in dict.fromkeys(r[1] for r in mem_rows):
+        out.append(f"| {name} | " + " | ".join("OOM" if math.isinf(mem[(b, name)]) else f"{mem[(b, name)]:.0f} MiB"
+                                               for b in msizes) + " |")
+    out.append("\n`torch.cuda.max_memory_allocated` above the memory held before the call (embeddings d = 128).\n")
+    return "\n".join(out)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller data, sizes and repeats")
+    parser.add_argument("--tol", type=float, default=0.03, help="tolerance on |Δaccuracy| and |ΔTPR-gap| vs fp32")
+    parser.add_argument("--write", default=None, help="write the markdown report to this file")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("skipped: no CUDA")
+        return 0
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    prec = bench_precision(args.quick, args.tol)
+    loss_rows = bench_losses([1024, 4096] if args.quick else [1024, 4096, 16384], 128, 5 if args.quick else 15)
+    metric_rows = bench_metrics(200_000 if args.quick else 1_000_000, 5000 if args.quick else 20_000,
+                                5 if args.quick else 15)
+    mem_rows = peak_memory([1024, 4096] if args.quick else [1024, 4096, 16384, 32768, 65536], 128, 1024)
+    report = to_markdown(prec, loss_rows, metric_rows, mem_rows, args.tol)
+    if args.write:
+        Path(args.write).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.write).write_text(report)
+        print(f"wrote {args.write}")
+    return 0 if all(r["ok"] for r in prec) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
