@@ -155,10 +155,11 @@ class FairCLI(LightningCLI):
         return kwargs
 
     def after_test(self) -> None:
+        # ``trainer.log_dir`` is a collective (a broadcast from rank 0): every rank reads it before any returns.
+        log_dir = Path(self.trainer.log_dir or self.trainer.default_root_dir)
         report = getattr(self.model, "test_report", None)
         if not report or not self.trainer.is_global_zero:
             return
-        log_dir = Path(self.trainer.log_dir or self.trainer.default_root_dir)
         meta = {"method": type(self.model).__name__, "data": type(self.datamodule).__name__,
                 "checkpoint": self.ckpt_used or "none (untrained weights)"}
         path = write_report(report, log_dir, meta=meta)
