@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.faircl-installed
 
-.PHONY: install demo test test-fast bench clean
+.PHONY: install demo test test-fast test-long bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,9 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -rs --durations=15
+
+test-long: $(STAMP)
+	FAIRCL_LONG_TESTS=1 HF_HUB_OFFLINE=1 $(PY) -m pytest -q -rs --durations=15
 
 test-fast: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow"

@@ -1,17 +1,12 @@
-"""Helpers for fast, quiet runs in tests and notebooks."""
+"""Helpers for tests: a tiny Hugging Face model; :func:`quiet_trainer_kwargs` (re-exported from :mod:`faircl.utils`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from faircl.utils import quiet_trainer_kwargs
 
-def quiet_trainer_kwargs(**over: Any) -> dict[str, Any]:
-    """Trainer keyword arguments for a fast, silent CPU run (no logger, checkpoints, progress bar or summary)."""
-    kw: dict[str, Any] = dict(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-                              enable_progress_bar=False, enable_model_summary=False, use_distributed_sampler=False)
-    kw.update(over)
-    return kw
+__all__ = ["TINY_WORDS", "make_tiny_bert", "quiet_trainer_kwargs"]
 
 
 #: Words of the tiny test vocabulary used by :func:`make_tiny_bert`.

@@ -11,6 +11,18 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 REPO = Path(__file__).resolve().parents[1]
+LONG = os.environ.get("FAIRCL_LONG_TESTS") == "1"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``long`` (minutes each: extra resume cases, whole benchmark smoke runs) run only with
+    ``FAIRCL_LONG_TESTS=1`` (``make test-long``); ``make test`` reports them as skipped with this reason."""
+    if LONG:
+        return
+    skip = pytest.mark.skip(reason="long test: runs with FAIRCL_LONG_TESTS=1 (make test-long)")
+    for item in items:
+        if "long" in item.keywords:
+            item.add_marker(skip)
 
 
 def shared_data_dir() -> Path:

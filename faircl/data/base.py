@@ -12,7 +12,7 @@ from typing import Any
 import lightning as L
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from faircl.data import samplers
 from faircl.data.io import UNKNOWN_VALUES, DataError, is_unknown, located
@@ -22,6 +22,8 @@ __all__ = ["DataError", "FairDataModule", "FairDataset", "encode_groups", "SPLIT
 
 SPLITS = ("train", "val", "test")
 SAMPLERS = ("random", "group_balanced", "stratified", "samples_per_class")
+#: What a datamodule's ``x`` is: feature vectors, token ids, raw strings, images, or counterfactual text tuples.
+INPUT_KINDS = ("features", "tokens", "text", "images", "tuples")
 
 
 def encode_groups(
@@ -145,6 +147,25 @@ class FairDataset(Dataset):
     def __len__(self) -> int:
         return len(self.y)
 
+    def check_finite(self, split: str | None = None) -> None:
+        """Raise :class:`DataError` naming the split, row and column of the first NaN / inf in a float ``x``."""
+        x = self.x
+        if isinstance(x, np.ndarray) and x.dtype.kind in "fc":
+            x = torch.from_numpy(x)
+        if not isinstance(x, torch.Tensor) or not (x.is_floating_point() or x.is_complex()) or x.numel() == 0:
+            return
+        bad = ~torch.isfinite(x.reshape(len(x), -1))
+        if not bool(bad.any()):
+            return
+        rows = bad.any(1).nonzero().flatten()
+        r = int(rows[0])
+        col = int(bad[r].nonzero()[0])
+        column = f"x[{col}]" if x.ndim == 2 else f"x{[int(i) for i in np.unravel_index(col, tuple(x.shape[1:]))]}"
+        value = float(x.reshape(len(x), -1)[r, col])
+        where_ = f"the {split!r} split, " if split else ""
+        raise DataError(f"{where_}{len(rows)} row(s) with non-finite features ({value}), first at"
+                        f"{located(self.source, column, r)}; clean or impute the data before training")
+
     def _finish(self, value: Any) -> Any:
         return self.transform(value) if self.transform is not None else value
 
@@ -187,6 +208,7 @@ class FairDataModule(L.LightningDataModule):
         two_views: add a second augmented view ``x2`` to training batches (contrastive methods).
         seed: seeds data generation, shuffling and samplers.
         eval_batch_size: batch size for val/test/predict (default ``batch_size``).
+        predict_split: the split ``predict`` runs on: ``train`` | ``val`` | ``test`` (un-augmented, in row order).
     """
 
     #: set by subclasses (or in ``load_splits``)
@@ -203,6 +225,7 @@ class FairDataModule(L.LightningDataModule):
         two_views: bool = False,
         seed: int = 0,
         eval_batch_size: int | None = None,
+        predict_split: str = "test",
     ) -> None:
         super().__init__()
         if sampler not in SAMPLERS:
@@ -211,6 +234,9 @@ class FairDataModule(L.LightningDataModule):
             raise ValueError(f"spc_by={spc_by!r} must be 'class' or 'attribute'")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if predict_split not in SPLITS:
+            raise ValueError(f"predict_split={predict_split!r} is not one of {SPLITS}")
+        self.predict_split = predict_split
         self.batch_size = batch_size
         self.num_workers = num_workers
         self.sampler = sampler
@@ -236,6 +262,11 @@ class FairDataModule(L.LightningDataModule):
         """Feature dimension, vocabulary size or image channels (``0`` when the encoder needs none)."""
         return 0
 
+    @property
+    def input_kind(self) -> str:
+        """What ``x`` holds, one of :data:`INPUT_KINDS` (``features`` here); a method's default encoder follows it."""
+        return "features"
+
     # ----------------------------------------------------------------- loading
     @property
     def splits(self) -> dict[str, FairDataset]:
@@ -250,6 +281,7 @@ class FairDataModule(L.LightningDataModule):
                         f"{type(self).__name__}: the {name!r} split is empty{located(ds.source)}; check the data "
                         "directory and the split options"
                     )
+                ds.check_finite(name)
             if self.two_views:
                 vt = self.view_transform()
                 if vt is None:
@@ -299,13 +331,11 @@ class FairDataModule(L.LightningDataModule):
         world, rank = self._dist()
         common = dict(num_workers=self.num_workers, persistent_workers=self.num_workers > 0)
         if self.sampler == "random":
-            if world > 1:
-                sampler = torch.utils.data.DistributedSampler(
-                    ds, num_replicas=world, rank=rank, shuffle=True, seed=self.seed, drop_last=True
-                )
-            else:
-                g = torch.Generator().manual_seed(self.seed)
-                sampler = torch.utils.data.RandomSampler(ds, generator=g)
+            # Also on one process: the shuffle depends only on (seed, epoch) (Lightning calls set_epoch), so an
+            # epoch re-run after a resume sees the same order as in the uninterrupted run.
+            sampler = torch.utils.data.DistributedSampler(
+                ds, num_replicas=world, rank=rank, shuffle=True, seed=self.seed, drop_last=world > 1
+            )
             return DataLoader(ds, batch_size=self.batch_size, sampler=sampler, drop_last=len(ds) > self.batch_size,
                               **common)
         kw = dict(num_replicas=world, rank=rank, seed=self.seed)
@@ -317,7 +347,7 @@ class FairDataModule(L.LightningDataModule):
             labels = ds.y if self.spc_by == "class" else ds.a
             bs = samplers.SamplesPerClassSampler(labels, self.batch_size, samples_per_class=self.samples_per_class,
                                                  **kw)
-        return DataLoader(ds, batch_sampler=bs, **common)
+        return _RankAwareLoader(ds, batch_sampler=bs, **common)
 
     def _eval_loader(self, split: str) -> DataLoader:
         ds = self.splits[split]
@@ -336,7 +366,7 @@ class FairDataModule(L.LightningDataModule):
         return self._eval_loader("test")
 
     def predict_dataloader(self) -> DataLoader:
-        return self._eval_loader("test")
+        return self.plain_loader(self.predict_split)
 
     def plain_loader(self, split: str, batch_size: int | None = None) -> DataLoader:
         """Un-shuffled, un-augmented loader over a whole split (this rank's shard under DDP)."""
@@ -360,14 +390,57 @@ class _NoViews(Dataset):
         return self.ds.item(i, views=False)
 
 
-class _ShardSampler(torch.utils.data.Sampler):
+# Lightning (``use_distributed_sampler=True``, the Trainer default) re-wraps every loader under DDP unless
+# ``loader.sampler`` is a ``DistributedSampler``. The loaders below are already sharded per rank, so their samplers
+# are ``DistributedSampler`` subclasses and a plain ``L.Trainer(strategy="ddp")`` leaves them as they are.
+class _ShardSampler(DistributedSampler):
     """Contiguous-stride shard without padding: rank r gets rows r, r+W, r+2W, ... (exact evaluation)."""
 
-    def __init__(self, n: int, world: int, rank: int) -> None:
+    def __init__(self, n: int, world: int, rank: int) -> None:  # no super().__init__: nothing to shuffle or pad
+        self.num_replicas, self.rank, self.epoch, self.seed = world, rank, 0, 0
+        self.shuffle = self.drop_last = False
         self.indices = list(range(rank, n, world))
+        self.num_samples = self.total_size = len(self.indices)
 
     def __iter__(self):
         return iter(self.indices)
 
     def __len__(self) -> int:
         return len(self.indices)
+
+
+class _BatchShardView(DistributedSampler):
+    """The rows a rank-aware batch sampler draws, presented as this rank's ``DistributedSampler`` shard."""
+
+    def __init__(self, batch_sampler: Any) -> None:  # no super().__init__: the batch sampler shards and shuffles
+        self.batch_sampler = batch_sampler
+        self.num_replicas, self.rank = batch_sampler.num_replicas, batch_sampler.rank
+        self.epoch, self.shuffle, self.seed, self.drop_last = 0, True, batch_sampler.seed, batch_sampler.drop_last
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+        self.batch_sampler.set_epoch(epoch)
+
+    def __iter__(self):
+        return (i for batch in self.batch_sampler for i in batch)
+
+    def __len__(self) -> int:
+        return len(self.batch_sampler) * self.batch_sampler.batch_size
+
+
+class _RankAwareLoader(DataLoader):
+    """A DataLoader over a rank-aware batch sampler whose ``sampler`` is a :class:`_BatchShardView`, so that
+    Lightning neither re-shards it nor fails to re-wrap it; iteration uses the batch sampler as usual."""
+
+    @property
+    def sampler(self) -> Any:
+        batch_sampler = self.__dict__.get("batch_sampler")
+        if batch_sampler is None or not hasattr(batch_sampler, "num_replicas"):
+            return self.__dict__.get("_default_sampler")
+        if self.__dict__.get("_shard_view") is None:
+            self.__dict__["_shard_view"] = _BatchShardView(batch_sampler)
+        return self.__dict__["_shard_view"]
+
+    @sampler.setter
+    def sampler(self, value: Any) -> None:  # DataLoader.__init__ stores its default sampler here
+        self.__dict__["_default_sampler"] = value

@@ -4,8 +4,9 @@ Three samplers share one set of rules:
 
 * They are *batch samplers*: each yields lists of row indices and is passed as
   ``DataLoader(dataset, batch_sampler=...)``. Under DDP every process builds its own sampler with its
-  ``rank`` (read from ``torch.distributed`` when it is initialised), and the trainer must not re-wrap it
-  (``use_distributed_sampler=False``, set by :class:`faircl.data.base.FairDataModule`'s users).
+  ``rank`` (read from ``torch.distributed`` when it is initialised), and the trainer must not re-wrap it:
+  :class:`faircl.data.base.FairDataModule`'s loaders present it as a ``DistributedSampler`` shard, which
+  Lightning leaves alone even with its default ``use_distributed_sampler=True``.
 * **Shards are disjoint.** Each epoch, the rows of every bucket (a group, a (class, group) cell or a class)
   are shuffled with ``seed + epoch`` — the same permutation on every rank — and rank ``r`` owns rows
   ``r, r + W, r + 2W, ...`` of it. The only exception is a bucket with fewer rows than ``W`` replicas:

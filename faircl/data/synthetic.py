@@ -227,6 +227,10 @@ class SynthBios(FairDataModule):
     def input_dim(self) -> int:
         return len(self.vocab) if self.representation == "tokens" else 0
 
+    @property
+    def input_kind(self) -> str:
+        return self.representation
+
     def view_transform(self) -> Callable:
         return make_eda(self.eda_p, self.seed, synonyms=self.eda_synonyms)
 
@@ -274,6 +278,10 @@ class ColoredDigits(FairDataModule):
     @property
     def input_dim(self) -> int:
         return 3
+
+    @property
+    def input_kind(self) -> str:
+        return "images"
 
     def load_splits(self) -> dict[str, FairDataset]:
         from sklearn.datasets import load_digits

@@ -26,9 +26,13 @@ from lightning.fabric.utilities.apply_func import move_data_to_device
 from torch import nn
 from torch.nn import functional as F
 
+from faircl.checkpoints import check_finite_terms
 from faircl.data.base import FairDataModule
+from faircl.methods.inputs import InputCapabilities, resolve_encoder
+from faircl.methods.selection import selection_scores
 from faircl.metrics import GroupFairness
 from faircl.metrics.leakage import linear_leakage
+from faircl.methods.scale import rewrap_ddp, training_terms
 from faircl.models import build_encoder, mlp
 from faircl.utils import group_names_or_default, per_group_items
 
@@ -49,14 +53,14 @@ class _BuildHeadsAfterInit(type):
         return obj
 
 
-class FairModule(L.LightningModule, metaclass=_BuildHeadsAfterInit):
+class FairModule(InputCapabilities, L.LightningModule, metaclass=_BuildHeadsAfterInit):
     """Base method: encoder → classifier, trained with cross-entropy unless a subclass overrides :meth:`losses`.
 
     Args:
         num_classes: task classes (linked from the datamodule by the CLI).
         num_groups: protected-attribute groups (linked from the datamodule).
         input_dim: feature dimension / vocabulary size / image channels (linked from the datamodule).
-        encoder: name of a registered encoder (``mlp``, ``bow``, ``tokens``, ``hf``, ``conv``, ``timm``, ...).
+        encoder: a registered encoder (``mlp``, ``tokens``, ``hf``, ``conv``...); ``auto`` follows ``input_kind``.
         encoder_kwargs: keyword arguments of that encoder.
         classifier_hidden: hidden width of a 2-layer MLP classifier; ``0`` gives a linear classifier.
         lr: learning rate.
@@ -67,14 +71,22 @@ class FairModule(L.LightningModule, metaclass=_BuildHeadsAfterInit):
             ``{"objective": 5e-4}``); merged over the method's own :meth:`module_lrs`.
         leakage: at test end, measure Leakage@h and Leakage@ŷ (linear SVM trained on the train split).
         leakage_max_rows: at most this many train rows to fit the leakage probes (seeded subset).
+        monitor: validation metric that selects the best checkpoint (default ``default_monitor``), e.g. ``val/dto``.
+        monitor_mode: ``min`` | ``max`` for ``monitor`` (default: ``min`` for losses, gaps, leakage and DTO).
+        input_kind: the datamodule's ``input_kind`` (``None``: read at set-up; see :mod:`faircl.methods.inputs`).
     """
+
+    #: (metric, "min" | "max") selecting the best checkpoint unless ``monitor`` is given; methods may override.
+    default_monitor: tuple[str, str] = ("val/accuracy", "max")
+    #: stop at the first NaN / inf loss term (one device sync per step); set False to skip the check.
+    check_finite_loss: bool = True
 
     def __init__(
         self,
         num_classes: int = 2,
         num_groups: int = 2,
         input_dim: int = 0,
-        encoder: str = "mlp",
+        encoder: str = "auto",
         encoder_kwargs: dict[str, Any] | None = None,
         classifier_hidden: int = 0,
         lr: float = 1e-3,
@@ -84,6 +96,9 @@ class FairModule(L.LightningModule, metaclass=_BuildHeadsAfterInit):
         lr_overrides: dict[str, float] | None = None,
         leakage: bool = True,
         leakage_max_rows: int = 5000,
+        monitor: str | None = None,
+        monitor_mode: str | None = None,
+        input_kind: str | None = None,
     ) -> None:
         super().__init__()
         if optimizer not in OPTIMIZERS:
@@ -94,6 +109,7 @@ class FairModule(L.LightningModule, metaclass=_BuildHeadsAfterInit):
             raise ValueError(f"need num_classes >= 2 and num_groups >= 1, got {num_classes} and {num_groups}")
         self.save_hyperparameters()  # the arguments of every __init__ up to the concrete class
         self.num_classes, self.num_groups = num_classes, num_groups
+        encoder = resolve_encoder(self, encoder, input_kind, input_dim)  # hparams keep the resolved name
         self.encoder = build_encoder(encoder, input_dim, **(encoder_kwargs or {}))
         self.classifier: nn.Module | None = None
         self.val_fairness = GroupFairness(num_classes, num_groups)
@@ -233,6 +249,7 @@ class FairModule(L.LightningModule, metaclass=_BuildHeadsAfterInit):
         if stage != self._active_stage:
             self._active_stage = stage
             self.on_stage_start(stage)
+            rewrap_ddp(self)  # DDP over this stage's trainable parameters (no find_unused_parameters needed)
         self._apply_frozen_modes()
         self.log("stage", float([s for s, _ in self.stage_epochs()].index(stage)), on_epoch=True, on_step=False)
 
@@ -246,10 +263,12 @@ class FairModule(L.LightningModule, metaclass=_BuildHeadsAfterInit):
 
     def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
         self._apply_frozen_modes()
-        out = self.step_outputs(batch)
-        terms = self.losses(batch, out)
+        terms = training_terms(self, batch)  # losses(batch, step_outputs(batch)), or a gradient-cache step
         if "loss" not in terms:
             raise KeyError(f"{type(self).__name__}.losses() must return a 'loss' entry, got {sorted(terms)}")
+        if self.check_finite_loss:  # stop at the first NaN / inf term, naming the step, the term and the rows
+            check_finite_terms(terms, batch, f"{type(self).__name__} at global step {self.global_step} (epoch "
+                               f"{self.current_epoch}, stage {self.stage!r})")
         bs = self._batch_size(batch)
         for name, value in terms.items():
             self.log(f"train/{name}", value.detach().float(), on_step=True, on_epoch=True, prog_bar=name == "loss",
@@ -291,6 +310,7 @@ class FairModule(L.LightningModule, metaclass=_BuildHeadsAfterInit):
         values = self.compute_metrics("val")
         if not values:
             return
+        values = {**selection_scores(values), **values}  # + val/dto, val/tradeoff
         self.log_dict({f"val/{k}": v for k, v in values.items()}, sync_dist=False)
         if self._trainer is not None and not self.trainer.sanity_checking:
             self.on_validation_metrics(values)

@@ -13,13 +13,27 @@ import torch
 from torch import nn
 
 _ENCODERS: dict[str, Callable[..., nn.Module]] = {}
+_INPUT_KINDS: dict[str, tuple[str, ...]] = {}
+
+#: The encoder a method builds by default (``encoder="auto"``) for each kind of input a datamodule emits.
+DEFAULT_ENCODERS = {"features": "mlp", "tokens": "tokens", "text": "hf", "images": "conv"}
 
 
-def register_encoder(name: str) -> Callable:
-    """Class decorator: make an encoder buildable by name (``encoder: <name>`` in configs)."""
+def register_encoder(name: str, input_kinds: tuple[str, ...] | None = None) -> Callable:
+    """Class decorator: make an encoder buildable by name (``encoder: <name>`` in configs).
+
+    Args:
+        name: registry name.
+        input_kinds: the kinds of ``x`` it reads (``features``, ``tokens``, ``text``, ``images``); ``None`` = not
+            declared (no compatibility check).
+    """
 
     def deco(cls):
         _ENCODERS[name] = cls
+        if input_kinds is not None:
+            _INPUT_KINDS[name] = tuple(input_kinds)
+        else:
+            _INPUT_KINDS.pop(name, None)
         return cls
 
     return deco
@@ -27,6 +41,28 @@ def register_encoder(name: str) -> Callable:
 
 def available_encoders() -> list[str]:
     return sorted(_ENCODERS)
+
+
+def encoder_input_kinds(name: str) -> tuple[str, ...] | None:
+    """The input kinds encoder ``name`` declared at registration (``None``: undeclared, accepts anything)."""
+    return _INPUT_KINDS.get(name)
+
+
+def default_encoder(input_kind: str) -> str:
+    """The encoder built for ``encoder="auto"`` on inputs of ``input_kind``."""
+    if input_kind not in DEFAULT_ENCODERS:
+        raise ValueError(f"no default encoder for input kind {input_kind!r}; known kinds: "
+                         f"{', '.join(DEFAULT_ENCODERS)} (pass encoder=<name> explicitly)")
+    return DEFAULT_ENCODERS[input_kind]
+
+
+def check_encoder_input(name: str, input_kind: str, source: str = "the datamodule") -> None:
+    """``ValueError`` naming both sides when encoder ``name`` cannot read ``input_kind`` inputs."""
+    kinds = encoder_input_kinds(name)
+    if kinds is not None and input_kind not in kinds:
+        raise ValueError(f"encoder {name!r} reads {' / '.join(kinds)} inputs but {source} emits {input_kind!r}; "
+                         f"use encoder='auto' (builds {DEFAULT_ENCODERS.get(input_kind, '?')!r}) or an encoder for "
+                         f"{input_kind!r}: {', '.join(n for n, k in sorted(_INPUT_KINDS.items()) if input_kind in k)}")
 
 
 def build_encoder(name: str, input_dim: int, **kwargs) -> nn.Module:
@@ -39,7 +75,7 @@ def build_encoder(name: str, input_dim: int, **kwargs) -> nn.Module:
     return enc
 
 
-@register_encoder("mlp")
+@register_encoder("mlp", input_kinds=("features",))
 class FeatureEncoder(nn.Module):
     """MLP over fixed feature vectors: ``num_layers × (Linear, tanh)`` (Shen et al. use 2 × 300, tanh).
 
@@ -71,7 +107,7 @@ class FeatureEncoder(nn.Module):
         return self.net(x.float())
 
 
-@register_encoder("bow")
+@register_encoder("bow", input_kinds=("tokens",))
 class BagOfWordsEncoder(nn.Module):
     """Mean of word embeddings over the non-padding ids (0 = padding) followed by a tanh layer.
 
@@ -92,7 +128,7 @@ class BagOfWordsEncoder(nn.Module):
         return self.proj(pooled)
 
 
-@register_encoder("conv")
+@register_encoder("conv", input_kinds=("images",))
 class SmallConvEncoder(nn.Module):
     """A small CNN for small images ``[B, C, H, W]`` (e.g. ColoredDigits): 3 conv blocks + global average pooling."""
 
@@ -111,7 +147,7 @@ class SmallConvEncoder(nn.Module):
         return self.net(x)
 
 
-@register_encoder("timm")
+@register_encoder("timm", input_kinds=("images",))
 class TimmEncoder(nn.Module):
     """A timm backbone without its classifier (global pooled features).
 
@@ -150,7 +186,7 @@ class TimmEncoder(nn.Module):
         return self.backbone(x)
 
 
-@register_encoder("tokens")
+@register_encoder("tokens", input_kinds=("tokens",))
 class TokenEncoder(nn.Module):
     """Word embedding + (bidirectional) GRU over integer token ids, the hate-speech encoder of Shen et al. (2022).
 
@@ -251,7 +287,7 @@ def pool_hidden(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str
     return (hidden * mask).sum(1) / mask.sum(1).clamp_min(1.0)
 
 
-@register_encoder("hf")
+@register_encoder("hf", input_kinds=("text",))
 class HFTextEncoder(nn.Module):
     """A Hugging Face transformer (``AutoModel`` + ``AutoTokenizer``) loaded from a local directory, pooled to one
     vector per text.

@@ -44,7 +44,7 @@ def _trainer(**over) -> L.Trainer:
 @pytest.mark.parametrize("dataset", ["biased_features", "synthbios"])
 @pytest.mark.parametrize("method", CONFIGS)
 def test_cli_fit_and_test_fast_dev_run(method, dataset, in_tmp):
-    from faircl.cli import main
+    from faircl.cli import run_cli as main
 
     cfg = REPO / "configs" / method / f"{dataset}.yaml"
     cli = main(["fit", "--config", str(cfg), "--trainer.fast_dev_run=true", "--trainer.logger=false",
@@ -61,7 +61,7 @@ def test_cli_fit_and_test_fast_dev_run(method, dataset, in_tmp):
 
 @pytest.mark.parametrize("cfg", ["confair/biased_features_ft.yaml", "confair/synthbios_ft.yaml"])
 def test_cli_con_ft_fast_dev_run(cfg, in_tmp):
-    from faircl.cli import main
+    from faircl.cli import run_cli as main
 
     dataset = cfg.split("/")[1].replace("_ft.yaml", "")
     cli = main(["fit", "--config", str(REPO / "configs" / cfg), "--trainer.fast_dev_run=true",

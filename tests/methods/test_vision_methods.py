@@ -329,7 +329,7 @@ def test_resume_across_phases_keeps_cluster_state(tmp_path):
 
 @pytest.mark.parametrize("method", ["parade", "dml", "fair_sampling_simclr", "simclr"])
 def test_cli_fit_and_test_on_colored_digits(method, in_tmp):
-    from faircl.cli import main
+    from faircl.cli import run_cli as main
 
     config = str(REPO / "configs" / method / "colored_digits.yaml")
     small = ["--trainer.fast_dev_run=true", "--data.init_args.size=8",

@@ -45,8 +45,8 @@ def _compare(a: dict, b: dict) -> None:
 
 CASES = [pytest.param("ce", signal.SIGINT, marks=pytest.mark.slow),
          pytest.param("two_stage", signal.SIGKILL, marks=pytest.mark.slow),
-         pytest.param("ce", signal.SIGKILL, marks=pytest.mark.slow),
-         pytest.param("two_stage", signal.SIGINT, marks=pytest.mark.slow)]
+         pytest.param("ce", signal.SIGKILL, marks=[pytest.mark.slow, pytest.mark.long]),
+         pytest.param("two_stage", signal.SIGINT, marks=[pytest.mark.slow, pytest.mark.long])]
 
 
 @pytest.mark.parametrize("method,sig", CASES)

@@ -51,6 +51,7 @@ def test_text_fairness_quick(data_dir, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_vision_fairness_render_has_summary(tmp_path):
     # the recorded raw results re-rendered (no training): the summary table leads the file
     raw = REPO / "benchmarks" / "results" / "vision_fairness.json"
@@ -76,6 +77,7 @@ def test_vision_fairness_quick(data_dir, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_embedding_fairness_quick(data_dir, tmp_path):
     out = tmp_path / "embedding.md"
     res = _run(["benchmarks/embedding_fairness.py", "--quick", "--data-dir", str(data_dir), "--out", str(out)],

@@ -181,6 +181,8 @@ class CounterfactualTuples(FairDataModule):
         return [tuple(t) for t in tuples]
 
     # ------------------------------------------------------------------ FairDataModule API
+    input_kind = "tuples"  # each x is G + 1 versions of one text
+
     def load_splits(self) -> dict[str, FairDataset]:
         lex = self.lexicon()
         groups = tuple(self.groups_arg or lex.groups)
