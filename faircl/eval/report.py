@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
 
 #: Metrics where lower is better (gaps, leakage); shown with a down arrow.
 LOWER_IS_BETTER = ("gap", "leakage", "difference", "cced", "dominance", "deviation", "effect_size", "n_unknown")
@@ -61,22 +60,6 @@ def print_reports(reports: Mapping[str, Mapping[str, Any]], title: str = "Fairne
     keys = ordered_keys(list({k: None for r in reports.values() for k in r}))
     for k in keys:
         table.add_row(f"{k} {_arrow(k)}", *[_fmt(r.get(k, "—")) for r in reports.values()])
-    _console().print(table)
-
-
-def print_count_table(counts: torch.Tensor, class_names: Sequence[str], group_names: Sequence[str],
-                      title: str = "class x group counts") -> None:
-    """Print a (class × group) count table; the last column of ``counts`` is the unknown-attribute count."""
-    from rich.table import Table
-
-    table = Table(title=title)
-    table.add_column("class")
-    for g in group_names:
-        table.add_column(str(g), justify="right")
-    table.add_column("unknown", justify="right")
-    names = list(class_names) if len(class_names) == counts.shape[0] else [str(c) for c in range(counts.shape[0])]
-    for c, row in enumerate(counts.tolist()):
-        table.add_row(names[c], *[str(v) for v in row])
     _console().print(table)
 
 

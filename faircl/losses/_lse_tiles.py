@@ -7,10 +7,11 @@ does), so only the embeddings and the ``[M]`` result are kept between forward an
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from typing import Any, Iterator
 
 import torch
+
+from ._common import full_precision
 
 __all__ = ["MIN_TILE_ROWS", "TILE_ELEMENTS", "full_precision", "masked_logsumexp"]
 
@@ -21,15 +22,6 @@ TILE_ELEMENTS = 1 << 20
 MIN_TILE_ROWS = 64
 
 _NEG_INF = float("-inf")
-
-
-@contextmanager
-def full_precision(device_type: str) -> Iterator[None]:
-    if device_type not in ("cpu", "cuda", "xpu", "mps"):
-        yield
-        return
-    with torch.autocast(device_type=device_type, enabled=False):
-        yield
 
 
 
