@@ -38,25 +38,22 @@ import numpy as np
 import torch
 from torch.utils.data import Sampler
 
+from faircl._checks import check_ids
+
 __all__ = ["GroupBalancedBatchSampler", "StratifiedBatchSampler", "SamplesPerClassSampler"]
 
 
 def _as_ids(values: Any, name: str) -> np.ndarray:
-    """Validate a 1-D integer id vector (``-1`` allowed; whole-valued floats accepted) as ``int64`` numpy."""
+    """Validate a 1-D integer id vector (``-1`` allowed; whole-valued floats read from a table accepted) as
+    ``int64`` numpy, through the one validation family (:func:`faircl._checks.check_ids`)."""
     arr = values.detach().cpu().numpy() if isinstance(values, torch.Tensor) else np.asarray(values)
-    if arr.size and arr.dtype.kind not in "iu":
-        whole = arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))
-        if not whole:
-            raise ValueError(f"{name} must hold integer ids, got dtype {arr.dtype}")
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D (one id per row), got shape {tuple(arr.shape)}")
-    if arr.size == 0:
+    if arr.size and arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+        arr = arr.astype(np.int64)
+    if arr.dtype.kind not in "iufb" and arr.size:
+        raise TypeError(f"{name} must hold integer ids, got {arr.dtype} values")
+    if arr.ndim == 1 and arr.size == 0:
         raise ValueError(f"{name} is empty: a sampler needs at least one row")
-    arr = arr.astype(np.int64)
-    bad = np.flatnonzero(arr < -1)
-    if bad.size:
-        raise ValueError(f"{name} row {int(bad[0])} holds {int(arr[bad[0]])}; ids must be >= 0, or -1 for unknown")
-    return arr
+    return check_ids(name, torch.as_tensor(arr), allow_unknown=True).numpy()
 
 
 def _resolve_dist(num_replicas: int | None, rank: int | None) -> tuple[int, int]:
