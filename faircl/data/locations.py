@@ -22,5 +22,5 @@ def default_data_dir(data_dir: str | Path | None, folder: str | None) -> Path | 
 def missing_data_dir(owner: str, folder: str | None) -> str:
     """The message for a datamodule that got no ``data_dir`` and cannot default it."""
     where = f"the folder holding {folder}/" if folder else "the folder holding the data sets"
-    return (f"{owner} needs its data folder: pass --data.data_dir <folder> (data.init_args.data_dir in a config) or "
-            f"set {DATA_ENV} to {where}")
+    return (f"{owner} needs data_dir, its data folder: pass --data.data_dir <folder> (data.init_args.data_dir in a "
+            f"config) or set {DATA_ENV} to {where}")
