@@ -7,6 +7,7 @@ epoch ``KILL_EPOCH`` write ``OUT/mid_epoch`` and wait to be killed) or ``resume`
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from pathlib import Path
@@ -35,6 +36,8 @@ class _WaitToBeKilled(L.Callback):
 
 
 def main(method: str, out: Path, mode: str) -> None:
+    # A process started in the background inherits SIGINT ignored; the test interrupts with SIGINT as Ctrl+C would.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     torch.use_deterministic_algorithms(True)
     L.seed_everything(0, workers=True)
     # view_noise=0: random views are drawn in the main process when a batch is fetched, and Lightning fetches the
