@@ -97,6 +97,10 @@ class FairCheckpoint(ModelCheckpoint):
 
     When the monitored metric is not logged (no validation split, or a method that does not log it) the run keeps
     ``last.ckpt`` and says once that no best checkpoint is kept, instead of failing.
+
+    For a method trained in stages (TwoStageCL, INLP, the ConFair pipeline, FairSamplingSimCLR, ...) the best
+    checkpoint is chosen among the epochs of its final stage whenever the run reaches that stage: an earlier epoch
+    is an unfinished model (e.g. INLP before its projection is fitted, a classifier head not yet trained).
     """
 
     def __init__(self, monitor: str, mode: str, **kwargs: Any) -> None:
@@ -106,6 +110,9 @@ class FairCheckpoint(ModelCheckpoint):
         self._last_written_at = -1
 
     def _save_topk_checkpoint(self, trainer, monitor_candidates: dict[str, torch.Tensor]) -> None:
+        if not final_stage_or_unreachable(trainer):
+            self._save_last_checkpoint(trainer, monitor_candidates)
+            return
         if self.monitor in monitor_candidates:
             super()._save_topk_checkpoint(trainer, monitor_candidates)
         elif not self._said_missing:
@@ -120,6 +127,19 @@ class FairCheckpoint(ModelCheckpoint):
             return
         super()._save_last_checkpoint(trainer, monitor_candidates)
         self._last_written_at = trainer.global_step
+
+
+def final_stage_or_unreachable(trainer) -> bool:
+    """True when the model is in its final training stage, or when ``max_epochs`` never reaches that stage (then
+    every epoch may be selected). Models without stages are always in their final stage."""
+    module = trainer.lightning_module
+    if not hasattr(module, "stage_epochs"):
+        return True
+    final = module.stage_epochs()[-1][0]
+    if module.stage_at(trainer.current_epoch) == final:
+        return True
+    last_epoch = trainer.max_epochs - 1 if trainer.max_epochs and trainer.max_epochs > 0 else None
+    return last_epoch is not None and module.stage_at(last_epoch) != final
 
 
 def _newest(paths: list[Path]) -> Path | None:

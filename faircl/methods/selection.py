@@ -27,6 +27,9 @@ def selection_scores(values: dict[str, float]) -> dict[str, float]:
     """Fairness-aware selection scores from validation ``accuracy`` and ``tpr_gap_rms`` (GAP):
 
     - ``dto``: fairlib's distance to the optimum, with the utopia point (accuracy 1, 1 − GAP = 1); lower is better;
+    - ``balanced_dto``: the same distance with balanced accuracy (mean per-class recall) in place of accuracy, for
+      imbalanced classes, where a constant predictor has high accuracy and every gap 0 (when ``balanced_accuracy``
+      is given);
     - ``tradeoff``: Shen et al.'s Tradeoff restricted to its accuracy and fairness terms (weights ½ and ¼,
       renormalised to ⅔ and ⅓), with utopia 1; higher is better.
 
@@ -35,7 +38,11 @@ def selection_scores(values: dict[str, float]) -> dict[str, float]:
     acc, gap = values.get("accuracy"), values.get("tpr_gap_rms")
     if acc is None or gap is None or not (math.isfinite(acc) and math.isfinite(gap)):
         return {}
-    return {"dto": float(dto([acc], [1.0 - gap], 1.0, 1.0)[0]), "tradeoff": float((2 * acc + (1.0 - gap)) / 3)}
+    out = {"dto": float(dto([acc], [1.0 - gap], 1.0, 1.0)[0]), "tradeoff": float((2 * acc + (1.0 - gap)) / 3)}
+    bal = values.get("balanced_accuracy")
+    if bal is not None and math.isfinite(bal):
+        out["balanced_dto"] = float(dto([bal], [1.0 - gap], 1.0, 1.0)[0])
+    return out
 
 
 def monitor_spec(module: Any) -> tuple[str, str]:

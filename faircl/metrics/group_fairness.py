@@ -20,7 +20,8 @@ class GroupFairness(Metric):
 
     ``compute()`` returns a dict of float64 tensors:
 
-    * ``accuracy``, ``f1`` (binary: F1 of class 1; else macro F1) over all rows, unknown groups included;
+    * ``accuracy``, ``f1`` (binary: F1 of class 1; else macro F1) and ``balanced_accuracy`` (mean recall over the
+      classes present) over all rows, unknown groups included;
     * ``eo_gap``: Chi et al. (2022) ΔEO (binary: positive class only);
     * ``tpr_gap_rms``, ``fpr_gap_rms``, ``ppr_gap_rms``: Shen et al. (2021) GAP (eq. 4) and its FPR / PPR versions;
     * ``dp_gap``: demographic-parity difference; ``equalized_odds_difference`` (binary tasks only): both equal to

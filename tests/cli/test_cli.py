@@ -103,6 +103,11 @@ def test_selection_scores_match_dto():
     assert s["dto"] == pytest.approx(float(dto([0.8], [0.9], 1.0, 1.0)[0])) == pytest.approx((0.04 + 0.01) ** 0.5)
     assert s["tradeoff"] == pytest.approx((1.6 + 0.9) / 3)
     assert selection_scores({"accuracy": 0.8, "tpr_gap_rms": float("nan")}) == {}
+    assert "balanced_dto" not in s
+    # imbalanced classes: a constant predictor (accuracy 0.9, GAP 0, balanced accuracy 0.5) is far from the optimum
+    const = selection_scores({"accuracy": 0.9, "balanced_accuracy": 0.5, "tpr_gap_rms": 0.0})
+    assert const["balanced_dto"] == pytest.approx(0.5) and const["dto"] == pytest.approx(0.1)
+    assert monitor_mode("val/balanced_dto") == "min"
     assert monitor_mode("val/dto") == "min" and monitor_mode("val/tradeoff") == "max"
     assert monitor_mode("val/loss", default=("val/loss", "min")) == "min"
     with pytest.raises(ValueError, match="monitor_mode"):
@@ -247,3 +252,32 @@ def test_a_corrupt_checkpoint_is_one_line(in_tmp, capsys):
     code = main(["test", "--model", "CE", "--data", "BiasedFeatures", *TINY, "--ckpt_path", str(bad)])
     err = capsys.readouterr().err
     assert code == 2 and "broken.ckpt" in err and "Traceback" not in err
+
+
+def test_best_checkpoint_comes_from_the_final_stage(tmp_path):
+    import lightning as L
+
+    from faircl.cli.runs import FairCheckpoint
+    from faircl.data.synthetic import BiasedFeatures
+    from faircl.methods import CE
+    from faircl.testing import quiet_trainer_kwargs
+
+    class Staged(CE):  # two stages (2 epochs, then the rest); val/fake = the epoch, lowest at epoch 0
+        def stage_epochs(self):
+            return [("warmup", 2), ("train", None)]
+
+        def on_validation_epoch_end(self):
+            super().on_validation_epoch_end()
+            self.log("val/fake", float(self.current_epoch))
+
+    def best_epoch(max_epochs: int) -> int:
+        dm = BiasedFeatures(n_train=64, n_val=32, n_test=32, batch_size=32, seed=0)
+        model = Staged(num_classes=2, num_groups=2, input_dim=dm.input_dim, leakage=False)
+        ckpt = FairCheckpoint(monitor="val/fake", mode="min", dirpath=tmp_path / f"run{max_epochs}")
+        trainer = L.Trainer(**quiet_trainer_kwargs(max_epochs=max_epochs, enable_checkpointing=True,
+                                                   callbacks=[ckpt], num_sanity_val_steps=0))
+        trainer.fit(model, datamodule=dm)
+        return int(torch.load(ckpt.best_model_path, weights_only=True)["epoch"])
+
+    assert best_epoch(4) == 2  # the first epoch of the final stage, not epoch 0 of the warm-up
+    assert best_epoch(2) == 0  # the final stage is never reached: any epoch may be chosen

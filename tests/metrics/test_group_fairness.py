@@ -9,7 +9,7 @@ import torch
 from fairlearn.metrics import demographic_parity_difference, equalized_odds_difference
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.metrics import accuracy_score, f1_score
+from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score
 
 from faircl.metrics import GroupFairness
 from faircl.metrics import functional as F
@@ -40,6 +40,7 @@ def test_compute_matches_functional_and_oracles(make_data, num_classes, num_grou
     assert out["accuracy"].item() == pytest.approx(accuracy_score(t, p), abs=1e-12)
     avg = "binary" if num_classes == 2 else "macro"
     assert out["f1"].item() == pytest.approx(f1_score(t, p, average=avg), abs=1e-12)
+    assert out["balanced_accuracy"].item() == pytest.approx(balanced_accuracy_score(t, p), abs=1e-12)
     assert out["n_unknown_group"].item() == int((g == -1).sum())
     assert out["group_accuracy"].shape == (num_groups,)
     if num_classes == 2:
@@ -191,3 +192,19 @@ def test_validate_args_false_gives_the_same_counts(make_data):
     assert torch.equal(a.confmat, b.confmat)
     with pytest.raises(ValueError, match="same number of rows"):  # shapes are still checked
         b.update(s[:3], t, g)
+
+
+def test_balanced_accuracy_of_a_constant_predictor_is_chance():
+    """Imbalanced labels (90% class 0): a constant predictor has accuracy 0.9 but balanced accuracy 0.5; a class
+    missing from the labels is left out of the mean, as scikit-learn does."""
+    t = torch.tensor([0] * 90 + [1] * 10)
+    g = torch.arange(100) % 2
+    m = GroupFairness(2, 2)
+    m.update(torch.zeros(100, dtype=torch.long), t, g)
+    out = m.compute()
+    assert out["accuracy"].item() == pytest.approx(0.9)
+    assert out["balanced_accuracy"].item() == pytest.approx(0.5)
+    m = GroupFairness(3, 2)
+    t3, p3 = torch.tensor([0, 0, 1, 1]), torch.tensor([0, 2, 1, 1])
+    m.update(p3, t3, torch.tensor([0, 1, 0, 1]))
+    assert m.compute()["balanced_accuracy"].item() == pytest.approx(0.75)

@@ -144,6 +144,12 @@ def _accuracy(m: Matrix) -> float:
     return _ratio(sum(row[y] for y, row in enumerate(m)), sum(map(sum, m)))
 
 
+def _balanced_accuracy(m: Matrix) -> float:
+    """Mean recall over the classes with rows (scikit-learn's ``balanced_accuracy_score``); NaN without rows."""
+    d = _defined([_ratio(row[y], sum(row)) for y, row in enumerate(m)])
+    return sum(d) / len(d) if d else NAN
+
+
 def _f1(m: Matrix) -> float:
     """F1 of class 1 (binary) or macro F1 over the classes present or predicted, as scikit-learn."""
     f1 = [_ratio(2 * row[y], sum(row) + sum(r[y] for r in m)) for y, row in enumerate(m)]   # 2TP / (2TP + FP + FN)
@@ -185,6 +191,7 @@ def fairness_summary(counts: Tensor, smoothing: float = 0.0) -> dict[str, Tensor
     out = {
         "accuracy": _accuracy(everything),
         "f1": _f1(everything),
+        "balanced_accuracy": _balanced_accuracy(everything),
         "eo_gap": _eo_gap(dev),
         "tpr_gap_rms": _rms(rms_dev[0]),
         "fpr_gap_rms": _rms(rms_dev[1]),
