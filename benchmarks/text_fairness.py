@@ -25,6 +25,7 @@ import logging
 import math
 import os
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -37,14 +38,12 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _stats import judge, summary_table  # noqa: E402
+from _text_report import COLUMNS, write_report  # noqa: E402
 
+from faircl.cli.runs import FairCheckpoint  # noqa: E402
 from faircl.data.base import FairDataModule, FairDataset  # noqa: E402
-from faircl.metrics.tradeoff import tradeoff_score  # noqa: E402
 from faircl.testing import quiet_trainer_kwargs  # noqa: E402
 
-COLUMNS = [("accuracy", "Acc"), ("f1", "F1"), ("tpr_gap_rms", "GAP"), ("eo_gap", "EO gap"),
-           ("leakage_h", "Leak@h"), ("leakage_yhat", "Leak@ŷ")]
 EMBED = {"embed_dim": 100, "hidden_dim": 128, "bidirectional": True}
 ENC = {"encoder": "mlp", "encoder_kwargs": {"hidden_dim": 300, "num_layers": 2}}
 
@@ -95,19 +94,37 @@ class FrozenFeatures(FairDataModule):
 
 # ------------------------------------------------------------------------------------------ running methods
 def fit_test(cls: type, kwargs: dict[str, Any], dm: FairDataModule, epochs: int, seed: int,
-             lr: float = 1e-3) -> tuple[dict[str, float], float]:
-    """Train ``cls(**kwargs)`` for ``epochs`` (no early stopping), test; returns (test report, fit seconds)."""
+             lr: float = 1e-3, select: str = "dto") -> tuple[dict[str, float], float]:
+    """Train ``cls(**kwargs)`` for ``epochs``, test the epoch chosen by ``select``; returns (test report, fit s).
+
+    ``select``: ``dto`` / ``balanced_dto`` — validate after every epoch and test the checkpoint with the lowest
+    ``val/<select>`` (fairlib's distance to the optimum over accuracy, or balanced accuracy, and 1 − GAP; the same
+    rule for every method, among the epochs of a staged method's final stage); ``last`` — test the last epoch.
+    """
     L.seed_everything(seed, verbose=False)
     dm.seed = seed
     model = cls(num_classes=dm.num_classes, num_groups=dm.num_groups, input_dim=dm.input_dim, lr=lr,
                 **{**ENC, **kwargs})
-    trainer = L.Trainer(**quiet_trainer_kwargs(max_epochs=epochs, limit_val_batches=0, num_sanity_val_steps=0))
-    with contextlib.redirect_stdout(io.StringIO()):
-        t0 = time.perf_counter()
-        trainer.fit(model, datamodule=dm)
-        seconds = time.perf_counter() - t0
-        trainer.test(model, datamodule=dm, verbose=False)
+    with tempfile.TemporaryDirectory(prefix="faircl-text-") as tmp:
+        if select == "last":
+            kw = dict(limit_val_batches=0, num_sanity_val_steps=0)
+        else:
+            # the library's checkpoint rule: best by the monitored metric among the final stage's epochs
+            best = FairCheckpoint(monitor=f"val/{select}", mode="min", dirpath=tmp, save_weights_only=True)
+            kw = dict(num_sanity_val_steps=0, enable_checkpointing=True, callbacks=[best])
+        trainer = L.Trainer(**quiet_trainer_kwargs(max_epochs=epochs, **kw))
+        with contextlib.redirect_stdout(io.StringIO()):
+            t0 = time.perf_counter()
+            trainer.fit(model, datamodule=dm)
+            seconds = time.perf_counter() - t0
+            if select != "last":
+                if not best.best_model_path:
+                    raise RuntimeError(f"{cls.__name__}: no epoch logged a finite val/{select}")
+                state = torch.load(best.best_model_path, map_location="cpu", weights_only=True)
+                model.load_state_dict(state["state_dict"])
+            trainer.test(model, datamodule=dm, verbose=False)
     report = dict(model.test_report)
+    report["selected_epoch"] = float(state["epoch"]) if select != "last" else float(epochs - 1)
     report.update(prediction_stats(model, dm))
     return report, seconds
 
@@ -122,7 +139,11 @@ def prediction_stats(model: Any, dm: FairDataModule) -> dict[str, float]:
         ys.append(batch["y"])
     p, y = torch.cat(preds), torch.cat(ys)
     return {"majority_share": float(torch.bincount(p).max()) / len(p),
-            "constant_accuracy": float(torch.bincount(y).max()) / len(y)}
+            "constant_accuracy": float(torch.bincount(y).max()) / len(y),
+            "constant_balanced_accuracy": 1.0 / dm.num_classes}
+
+
+CLAIMED = ("CE", "ConFair (Con_*)", "OneStageCL", "TwoStageCL", "DiverseAdv", "INLP")
 
 
 def method_grid(epochs: int) -> dict[str, tuple[str, dict[str, Any], bool]]:
@@ -143,8 +164,8 @@ def method_grid(epochs: int) -> dict[str, tuple[str, dict[str, Any], bool]]:
     }
 
 
-def run_table(make_dm, epochs: int, seeds: list[int], log, methods: list[str] | None = None
-              ) -> dict[str, list[dict[str, float]]]:
+def run_table(make_dm, epochs: int, seeds: list[int], log, methods: list[str] | None = None,
+              select: str = "dto") -> dict[str, list[dict[str, float]]]:
     import faircl.methods as M
 
     grid = method_grid(epochs)
@@ -155,29 +176,14 @@ def run_table(make_dm, epochs: int, seeds: list[int], log, methods: list[str] | 
         cls = getattr(M, cls_name)
         out[name] = []
         for seed in seeds:
-            report, sec = fit_test(cls, kwargs, make_dm(views), epochs, seed)
+            report, sec = fit_test(cls, kwargs, make_dm(views), epochs, seed, select=select)
             report["fit_seconds"] = sec
             out[name].append(report)
-            log(f"  {name:16s} seed {seed}: acc {report['accuracy']:.3f} GAP {report['tpr_gap_rms']:.3f} "
-                f"EO {report['eo_gap']:.3f} leak@h {report.get('leakage_h', float('nan')):.3f} ({sec:.1f}s)")
+            log(f"  {name:16s} seed {seed}: acc {report['accuracy']:.3f} bacc {report['balanced_accuracy']:.3f} "
+                f"GAP {report['tpr_gap_rms']:.3f} EO {report['eo_gap']:.3f} "
+                f"leak@h {report.get('leakage_h', float('nan')):.3f} top-class {report['majority_share']:.2f} "
+                f"epoch {report['selected_epoch']:.0f} ({sec:.1f}s)")
     return out
-
-
-def summarise(runs: dict[str, list[dict[str, float]]]) -> tuple[list[str], dict[str, dict[str, float]]]:
-    """Markdown rows ``mean ± std`` (in %) and the per-method means, with Shen's Tradeoff over the methods."""
-    means = {m: {k: float(np.mean([r[k] for r in rs])) for k, _ in COLUMNS} for m, rs in runs.items()}
-    stds = {m: {k: float(np.std([r[k] for r in rs])) for k, _ in COLUMNS} for m, rs in runs.items()}
-    names = list(runs)
-    trade = tradeoff_score([means[m] for m in names], accuracy="accuracy", gap="tpr_gap_rms",
-                           leakage_h="leakage_h", leakage_y="leakage_yhat")
-    lines = ["| method | " + " | ".join(c for _, c in COLUMNS) + " | Tradeoff | fit s |",
-             "|---|" + "---|" * (len(COLUMNS) + 2)]
-    for m, t in zip(names, trade):
-        means[m]["tradeoff"] = float(t)
-        cells = [f"{100 * means[m][k]:.1f} ± {100 * stds[m][k]:.1f}" for k, _ in COLUMNS]
-        sec = np.mean([r["fit_seconds"] for r in runs[m]])
-        lines.append(f"| {m} | " + " | ".join(cells) + f" | {t:.3f} | {sec:.1f} |")
-    return lines, means
 
 
 # ------------------------------------------------------------------------------------------ (a) hate speech
@@ -187,19 +193,35 @@ def encode_ids(encoder: torch.nn.Module, ids: torch.Tensor, batch: int = 512) ->
     return torch.cat([encoder(ids[i:i + batch]) for i in range(0, len(ids), batch)]).float()
 
 
+def class_balanced(ds: FairDataset, seed: int = 0) -> FairDataset:
+    """Every row once plus seeded duplicates of the rarer classes' rows until each class has as many rows as the
+    largest (random oversampling: the expected gradient of a class-balanced loss)."""
+    y = ds.y.numpy()
+    rng = np.random.default_rng(seed)
+    counts = np.bincount(y)
+    keep = [np.concatenate([rows, rng.choice(rows, counts.max() - len(rows))])
+            for rows in (np.flatnonzero(y == c) for c in range(len(counts)))]
+    order = rng.permutation(np.concatenate(keep))
+    return FairDataset(ds.x[order], y[order], ds.a.numpy()[order], num_classes=ds.num_classes,
+                       num_groups=ds.num_groups, source=f"{ds.source} (class-balanced by oversampling)")
+
+
 def hate_features(data_dir: Path, attribute: str, embed_epochs: int, max_train: int | None, views: int,
-                  log, embed: Any = None, protocol: str = "controlled") -> tuple[FrozenFeatures, Any]:
+                  log, embed: Any = None, protocol: str = "controlled", language: str = "English",
+                  balance: bool = False) -> tuple[FrozenFeatures, Any]:
     """Train the bi-GRU ``Embed`` with CE (seed 0) unless given, freeze it, and return its features of every split.
 
-    The Embed is trained once (on the first attribute's train split, labels only) and reused for the other
-    attribute: the held-out validation rows differ a little between attributes, the test file is never seen.
+    ``protocol``: ``controlled`` (English, see ``HateSpeech``), ``published`` (English: train on ``English_valid``)
+    or ``standard`` (a language's own train / valid / test files). ``balance``: oversample the train split to
+    balanced classes (for the Embed and every method). An Embed given is reused (same train rows and labels).
     """
     from faircl.data.text import HateSpeech
     from faircl.methods import CE
 
-    dm = HateSpeech(data_dir=str(data_dir), language="English", attribute=attribute,
-                    split_protocol="valid_as_train" if protocol == "published" else "controlled", batch_size=128,
-                    seed=0, controlled_eval=400 if max_train is not None and max_train < 2000 else 2000)
+    split = {"published": "valid_as_train", "controlled": "controlled", "standard": "standard"}[protocol]
+    dm = HateSpeech(data_dir=str(data_dir), language=language, attribute=attribute, split_protocol=split,
+                    batch_size=128, seed=0,
+                    controlled_eval=400 if max_train is not None and max_train < 2000 else 2000)
     dm._reported = True
     splits = dm.splits
     if dm.protocol_report is not None:
@@ -211,6 +233,11 @@ def hate_features(data_dir: Path, attribute: str, embed_epochs: int, max_train: 
         tr = splits["train"]
         splits["train"] = FairDataset(tr.x[keep], tr.y[keep].numpy(), tr.a[keep].numpy(), num_classes=2,
                                       num_groups=tr.num_groups, source=tr.source)
+    if balance:
+        before = np.bincount(splits["train"].y.numpy(), minlength=2).tolist()
+        splits["train"] = class_balanced(splits["train"])
+        log(f"  {language} train classes {before} → {np.bincount(splits['train'].y.numpy()).tolist()} "
+            "(oversampled)")
     if embed is None:
         L.seed_everything(0, verbose=False)
         embed = CE(num_classes=2, num_groups=dm.num_groups, input_dim=dm.input_dim, encoder="tokens",
@@ -220,20 +247,29 @@ def hate_features(data_dir: Path, attribute: str, embed_epochs: int, max_train: 
         t0 = time.perf_counter()
         with contextlib.redirect_stdout(io.StringIO()):
             trainer.fit(embed, datamodule=dm)
-        log(f"  bi-GRU Embed: {embed_epochs} CE epoch(s) on {len(splits['train'])} tweets in "
+        log(f"  bi-GRU Embed: {embed_epochs} CE epoch(s) on {len(splits['train'])} {language} tweets in "
             f"{time.perf_counter() - t0:.0f}s")
     eda = dm.view_transform()
     tables, labels = {}, {}
-    for split, ds in splits.items():
+    for name, ds in splits.items():
         ids = torch.as_tensor(ds.x) if not isinstance(ds.x, torch.Tensor) else ds.x
         t = [encode_ids(embed.encoder, ids)]
-        if split == "train":
+        if name == "train":
             torch.manual_seed(0)
             for _ in range(views):
                 t.append(encode_ids(embed.encoder, torch.stack([eda(r) for r in ids])))
-        tables[split] = t
-        labels[split] = (ds.y.numpy(), ds.a.numpy())
+        tables[name] = t
+        labels[name] = (ds.y.numpy(), ds.a.numpy())
     return FrozenFeatures(tables, labels, 2, list(dm.group_names), batch_size=256), embed
+
+
+def split_counts(feats: FrozenFeatures) -> str:
+    """``split: n rows, (y, a) cell counts`` of every split (unknown attribute as a = -1)."""
+    parts = []
+    for name, (y, a) in feats.labels.items():
+        cells = {f"y{yy}a{aa}": int(((y == yy) & (a == aa)).sum()) for yy in (0, 1) for aa in (-1, 0, 1)}
+        parts.append(f"{name} {len(y)} ({', '.join(f'{k} {v}' for k, v in cells.items() if v)})")
+    return "; ".join(parts)
 
 
 def with_views(base: FrozenFeatures, views: bool) -> FrozenFeatures:
@@ -242,8 +278,8 @@ def with_views(base: FrozenFeatures, views: bool) -> FrozenFeatures:
 
 
 # ------------------------------------------------------------------------------------------ (b) λ sweep
-def lambda_sweep(feats: FrozenFeatures, epochs: int, seeds: list[int], lams: dict[str, list[float]], log
-                 ) -> tuple[dict[str, list[tuple[float, dict[str, float], dict[str, float]]]],
+def lambda_sweep(feats: FrozenFeatures, epochs: int, seeds: list[int], lams: dict[str, list[float]], log,
+                 select: str = "dto") -> tuple[dict[str, list[tuple[float, dict[str, float], dict[str, float]]]],
                             dict[str, dict[float, list[dict[str, float]]]]]:
     """Returns the per-λ means and stds, and the per-seed reports ``runs[name][λ]``."""
     from faircl.methods import ConFair, TwoStageCL
@@ -256,7 +292,8 @@ def lambda_sweep(feats: FrozenFeatures, epochs: int, seeds: list[int], lams: dic
             ("ConFair", ConFair, False, "lambda_fair", {"temperature": 0.01})):
         out[name], runs[name] = [], {}
         for lam in lams[name]:
-            reps = [fit_test(cls, {key: lam, **extra}, with_views(feats, views), epochs, s)[0] for s in seeds]
+            reps = [fit_test(cls, {key: lam, **extra}, with_views(feats, views), epochs, s, select=select)[0]
+                    for s in seeds]
             mean = {k: float(np.mean([r[k] for r in reps])) for k, _ in COLUMNS}
             std = {k: float(np.std([r[k] for r in reps])) for k, _ in COLUMNS}
             out[name].append((lam, mean, std))
@@ -264,32 +301,6 @@ def lambda_sweep(feats: FrozenFeatures, epochs: int, seeds: list[int], lams: dic
             log(f"  {name} λ={lam:g}: acc {mean['accuracy']:.3f} GAP {mean['tpr_gap_rms']:.3f} "
                 f"EO {mean['eo_gap']:.3f} leak@h {mean['leakage_h']:.3f}")
     return out, runs
-
-
-def plot_sweep(sweep, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for ax, (name, key, label) in zip(axes, (("TwoStageCL", "eo_gap", "EO gap (Chi)"),
-                                             ("ConFair", "tpr_gap_rms", "GAP (Shen)"))):
-        pts = sweep[name]
-        xs = [100 * m[key] for _, m, _ in pts]
-        ys = [100 * m["accuracy"] for _, m, _ in pts]
-        ax.errorbar(xs, ys, xerr=[100 * s[key] for _, _, s in pts], yerr=[100 * s["accuracy"] for _, _, s in pts],
-                    marker="o", capsize=3)
-        for (lam, _, _), x, y in zip(pts, xs, ys):
-            ax.annotate(f"λ={lam:g}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
-        ax.set_xlabel(f"{label} ×100 (lower is fairer)")
-        ax.set_ylabel("accuracy ×100")
-        ax.set_title(f"{name}: accuracy vs fairness over λ")
-        ax.grid(alpha=0.3)
-    fig.suptitle("English hate speech, attribute age (frozen bi-GRU features)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 # ------------------------------------------------------------------------------------------ (c) Bias in Bios
@@ -308,27 +319,34 @@ def bios_factory(data_dir: Path, batch_size: int):
 # ------------------------------------------------------------------------------------------ main
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run: 1 seed, 1 epoch, small subsets")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 1 seed, 3 epochs, small subsets")
     parser.add_argument("--data", default=os.environ.get("FAIRCL_DATA", str(ROOT.parent / "shared" / "data")))
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "text_fairness.md"))
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--epochs", type=int, default=5, help="epochs of every method on the hate-speech features")
-    parser.add_argument("--embed-epochs", type=int, default=1, help="CE epochs of the bi-GRU Embed")
-    parser.add_argument("--sweep-seeds", type=int, default=2)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--epochs", type=int, default=6, help="epochs of every method on the English features")
+    parser.add_argument("--polish-epochs", type=int, default=4,
+                        help="epochs on the Polish features (the oversampled train split is ~2x larger)")
+    parser.add_argument("--embed-epochs", type=int, default=2, help="CE epochs of the bi-GRU Embed")
+    parser.add_argument("--sweep-seeds", type=int, default=3)
     parser.add_argument("--bios-epochs", type=int, default=30)
-    parser.add_argument("--max-train", type=int, default=4000,
+    parser.add_argument("--bios-batch", type=int, default=64)
+    parser.add_argument("--max-train", type=int, default=0,
                         help="seeded subset of the hate-speech train tweets (0 = all)")
     parser.add_argument("--protocol", choices=("controlled", "published"), default="controlled",
-                        help="hate-speech split: controlled stereotype (80%% a = y in train) or the published one")
-    parser.add_argument("--methods", default="", help="comma-separated subset of the methods (default: all)")
-    parser.add_argument("--attributes", default="gender,age", help="hate-speech attributes to run")
+                        help="English split: controlled stereotype (80%% a = y in train) or the published one")
+    parser.add_argument("--select", choices=("dto", "last"), default="dto",
+                        help="model selection: lowest validation DTO (balanced DTO for Polish) or the last epoch")
+    parser.add_argument("--methods", default=",".join(CLAIMED),
+                        help="comma-separated methods (default: those with a claim; 'all' adds Adv and Con_*^ft)")
+    parser.add_argument("--attributes", default="gender,age", help="English hate-speech attributes to run")
+    parser.add_argument("--polish-attributes", default="gender,age", help="Polish attributes ('' = skip part d)")
     parser.add_argument("--no-bios", action="store_true", help="skip part (c)")
     parser.add_argument("--tiny", action="store_true", help="with --quick: 400 train tweets (for the test suite)")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
     logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
     logging.getLogger("lightning.fabric").setLevel(logging.ERROR)
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    torch.set_num_threads(int(os.environ.get("FAIRCL_BENCH_THREADS", "1")))
     data = Path(args.data)
     hate_dir, bios_dir = data / "multilingual_hate_speech_demographics", data / "bias_in_bios_samples"
     for d in (hate_dir,) + (() if args.no_bios else (bios_dir,)):
@@ -336,150 +354,62 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(f"data folder {d} not found: pass --data <folder> or set FAIRCL_DATA")
     if args.quick:
         args.seeds, args.epochs, args.embed_epochs, args.sweep_seeds, args.bios_epochs = 1, 3, 1, 1, 3
+        args.polish_epochs = 2
     seeds = list(range(args.seeds))
     max_train = (400 if args.tiny else 1500) if args.quick else (args.max_train or None)
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()] or None
+    methods = None if args.methods == "all" else [m.strip() for m in args.methods.split(",") if m.strip()] or None
     attributes = [a.strip() for a in args.attributes.split(",") if a.strip()]
+    polish = [a.strip() for a in args.polish_attributes.split(",") if a.strip()]
+    select = args.select
     views = 2
     started = time.perf_counter()
-    lines_log: list[str] = []
 
     def log(msg: str) -> None:
         print(msg, flush=True)
 
-    out = Path(args.out)
-    cmd = "python benchmarks/text_fairness.py" + (" --quick" if args.quick else "")
-    md = [f"# Fair text classification at CPU scale\n", f"Regenerate: `{cmd}` (from the repository root; data in "
-          "`../shared/data` or `--data`).\n"]
-
     # (a)
     hate: dict[str, dict[str, list[dict[str, float]]]] = {}
-    hate_means: dict[str, dict[str, dict[str, float]]] = {}
     feats_by_attr: dict[str, FrozenFeatures] = {}
+    counts: dict[str, str] = {}
     embed = None
     for attr in attributes:
-        log(f"(a) hate speech, attribute {attr}")
+        log(f"(a) English hate speech, attribute {attr}")
         # controlled protocol: one Embed per attribute (the pooled rows of one attribute's test set may be
         # another attribute's train rows)
         feats, embed = hate_features(hate_dir, attr, args.embed_epochs, max_train, views, log,
                                      embed if args.protocol == "published" else None, args.protocol)
-        feats_by_attr[attr] = feats
-        hate[attr] = run_table(lambda v, f=feats: with_views(f, v), args.epochs, seeds, log, methods)
+        feats_by_attr[attr], counts[f"English {attr}"] = feats, split_counts(feats)
+        hate[attr] = run_table(lambda v, f=feats: with_views(f, v), args.epochs, seeds, log, methods, select)
     # (b)
     sweep_attr = "age" if "age" in feats_by_attr else attributes[0]
     log(f"(b) λ sweep, hate speech / {sweep_attr}")
     # Chi et al.'s grid (λ on the scale of their code's per-anchor-mean L_CS, TwoStageCL's default reduction)
-    lams = {"TwoStageCL": [0.0, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0], "ConFair": [0.0, 0.25, 1.0, 4.0]}
+    lams = {"TwoStageCL": [0.0, 0.1, 1.0, 10.0], "ConFair": [0.0, 0.25, 1.0, 4.0]}
     if args.quick:
         lams = {"TwoStageCL": [0.0, 1.0], "ConFair": [0.0, 1.0]}
     sweep_seeds = list(range(max(args.sweep_seeds, 1)))
-    sweep, sweep_runs = lambda_sweep(feats_by_attr[sweep_attr], args.epochs, sweep_seeds, lams, log)
-    png = out.with_name(out.stem + "_tradeoff.png")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    plot_sweep(sweep, png)
+    sweep, sweep_runs = lambda_sweep(feats_by_attr[sweep_attr], args.epochs, sweep_seeds, lams, log, select)
     # (c)
     bios: dict[str, list[dict[str, float]]] = {}
     if not args.no_bios:
-        log("(c) Bias in Bios samples, frozen MiniLM features")
-        bios = run_table(bios_factory(bios_dir, 16), args.bios_epochs, seeds, log, methods)
+        log("(c) Bias in Bios samples, frozen MiniLM features (small-data stress test)")
+        bios = run_table(bios_factory(bios_dir, args.bios_batch), args.bios_epochs, seeds, log, methods, select)
+    # (d)
+    pl: dict[str, dict[str, list[dict[str, float]]]] = {}
+    embed = None
+    for attr in polish:
+        log(f"(d) Polish hate speech, attribute {attr}")
+        feats, embed = hate_features(hate_dir, attr, args.embed_epochs, max_train, views, log, embed, "standard",
+                                     language="Polish", balance=True)
+        counts[f"Polish {attr}"] = split_counts(feats)
+        pl[attr] = run_table(lambda v, f=feats: with_views(f, v), args.polish_epochs, seeds, log, methods,
+                             "balanced_dto" if select == "dto" else select)
     total = time.perf_counter() - started
-
-    # ------------------------------------------------------------------ write
-    first_attr = attributes[0]
-    tr = feats_by_attr[first_attr].splits["train"]
-    te = feats_by_attr[first_attr].splits["test"]
-    proto = ("controlled stereotype (pooled English valid + test; train 80% a = y, balanced classes and groups; "
-             "balanced val / test)" if args.protocol == "controlled" else
-             "published split (train English_valid − 10%, test English_test)")
-    md.append("## Summary: do the papers' claims hold here?\n")
-    md.append(f"Paired by seed ({len(seeds)} seed(s); the λ row: {len(sweep_seeds)}), 95% t-intervals, points ×100. "
-              "Verdict rule (`benchmarks/_stats.py`): *untestable* when the baseline's gap interval includes 0 or "
-              "its accuracy is not above a constant predictor's; *degenerate* when the method predicts one class "
-              "for ≥ 95% of test rows; *holds* when the gap falls with an interval excluding 0 and accuracy falls "
-              "by ≤ 2 points; *does not hold* otherwise."
-              + (" **Smoke run (`--quick`): one seed, so every verdict is untestable by construction.**"
-                 if args.quick else "") + "\n")
-    md += summary_table(claim_rows(hate, sweep_runs, sweep_attr, bios, proto))
-    md.append("")
-    md.append(f"Scale: {len(seeds)} seed(s); hate speech ({proto}): bi-GRU `Embed` (`TokenEncoder`, embedding 100, "
-              f"2 × 128 GRU → 256-d; Shen used 2 × 200) trained {args.embed_epochs} CE epoch(s) on the train split "
-              f"then frozen (Shen's protocol), every method trains `Enc` (2 × 300 tanh) and its heads on the frozen "
-              f"features for {args.epochs} epochs (batch 256, Adam 1e-3, no early stopping or model selection; "
-              f"two-step methods spend {max(1, math.ceil(args.epochs * 0.6))} epochs in their first stage); "
-              f"{len(tr)} train / {len(te)} test tweets ({first_attr}); two-view methods draw their views from "
-              f"{views} EDA copies of every training tweet encoded once. Bias in Bios: {args.bios_epochs} epochs, "
-              f"batch 16. Whole run: {total / 60:.1f} min on this machine ({os.cpu_count()} CPU cores, shared).\n")
-    md.append("Columns are ×100, mean ± std over seeds. GAP = `tpr_gap_rms` (Shen), EO gap = Σ over groups of "
-              "|TPR_a − TPR| + |FPR_a − FPR| for the positive class only (Chi's code sums both classes: 2× this), "
-              "Leak@h / Leak@ŷ = linear-SVM accuracy for the attribute on the hidden layer / logits (50 = chance "
-              "for balanced groups; tweets with unknown attribute are left out of every fairness measure). "
-              "Tradeoff = Shen's ½N(Acc) + ¼N(1−GAP) + ⅛N(1−Leak@h) + ⅛N(1−Leak@ŷ) over the method means of "
-              "each table (`faircl.metrics.tradeoff.tradeoff_score`).\n")
-    md.append("Hyper-parameters (no tuning beyond the paper defaults): ConFair λ = 1 (α = β = ½), τ = 0.01; "
-              "Con_*^ft the same contrastive loss, then a logistic-regression head; One/TwoStageCL λ = 1, τ = 0.1 "
-              "(γ = 0.3), `L_CS` reduced as in the authors' code (mean over the 2N anchors); Adv λ_adv = 1 with "
-              "the discriminator conditioned on y (Chi's EO variant), DiverseAdv 3 discriminators, λ_diff = 100 "
-              "(the authors' difference loss, training only the discriminators); INLP 20 per-class "
-              "logistic-regression rounds (the equalized-odds variant) on the CE-trained `Enc`.\n")
-    for attr in attributes:
-        lines, means = summarise(hate[attr])
-        hate_means[attr] = means
-        md.append(f"\n## (a) English hate speech — attribute {attr}\n")
-        md += lines
-    md.append(f"\n## (b) λ sweep — hate speech, attribute {sweep_attr}\n")
-    md.append(f"{len(sweep_seeds)} seed(s) per point. Plot: `{png.name}` (accuracy against the EO gap for "
-              "TwoStageCL, against GAP for ConFair).\n")
-    md.append(f"![trade-off]({png.name})\n")
-    md.append("| method | λ | Acc | GAP | EO gap | Leak@h | Leak@ŷ |")
-    md.append("|---|---|---|---|---|---|---|")
-    for name, pts in sweep.items():
-        for lam, m, s in pts:
-            cells = " | ".join(f"{100 * m[k]:.1f} ± {100 * s[k]:.1f}" for k in
-                               ("accuracy", "tpr_gap_rms", "eo_gap", "leakage_h", "leakage_yhat"))
-            md.append(f"| {name} | {lam:g} | {cells} |")
-    if bios:
-        lines, _ = summarise(bios)
-        md.append("\n## (c) Bias in Bios samples — frozen all-MiniLM-L6-v2 features, 28 professions, gender\n")
-        md.append("280 real biographies (10 per profession), seeded stratified 55/15/30 split: a very small test "
-                  "set, so gaps are noisy. Features come from the on-disk feature cache (computed once).\n")
-        md += lines
-    overhead = out.parent / "overhead.md"
-    if overhead.is_file():  # figures of benchmarks/overhead.py (run separately)
-        md.append("\n## Training overhead (from `benchmarks/overhead.py`)\n")
-        md += [line for line in overhead.read_text().splitlines()[1:] if line.strip()]
-    out.write_text("\n".join(md) + "\n")
-    log(f"wrote {out} and {png} in {total / 60:.1f} min")
-
-
-def _judge_pair(runs_m, runs_b, key: str, reference: float = 0.0):
-    return judge([r[key] for r in runs_b], [r[key] for r in runs_m], [r["accuracy"] for r in runs_b],
-                 [r["accuracy"] for r in runs_m], constant_acc=float(np.mean([r["constant_accuracy"] for r in runs_b])),
-                 method_majority_share=[r["majority_share"] for r in runs_m], reference=reference)
-
-
-def claim_rows(hate, sweep_runs, sweep_attr, bios, proto: str) -> list[tuple[str, str, Any]]:
-    """The papers' claims, each judged on seed-paired runs (method against its baseline)."""
-    rows = []
-    claims = [("ConFair (Con_*)", "tpr_gap_rms", 0.0, "Shen: ConFair lowers GAP vs CE"),
-              ("ConFair (Con_*)", "leakage_h", 0.5, "Shen: ConFair lowers Leak@h vs CE (above chance)"),
-              ("TwoStageCL", "eo_gap", 0.0, "Chi: TwoStageCL lowers the EO gap vs CE"),
-              ("OneStageCL", "eo_gap", 0.0, "Chi: OneStageCL lowers the EO gap vs CE"),
-              ("DiverseAdv", "eo_gap", 0.0, "Chi (baseline): DiverseAdv lowers the EO gap vs CE"),
-              ("INLP", "eo_gap", 0.0, "Chi (baseline): per-class INLP lowers the EO gap vs CE")]
-    for attr, runs in hate.items():
-        for method, key, ref, claim in claims:
-            if method in runs and "CE" in runs:
-                rows.append((f"{claim} ({attr})", f"hate speech, {proto.split(' (')[0]}",
-                             _judge_pair(runs[method], runs["CE"], key, ref)))
-    two = sweep_runs.get("TwoStageCL", {})
-    if len(two) >= 2:
-        lo, hi = min(two), max(two)
-        rows.append((f"Chi: TwoStageCL's EO gap falls from λ = {lo:g} to λ = {hi:g} ({sweep_attr})",
-                     "hate speech, λ sweep", _judge_pair(two[hi], two[lo], "eo_gap")))
-    if bios and "ConFair (Con_*)" in bios and "CE" in bios:
-        rows.append(("Shen: ConFair lowers GAP vs CE (Bias in Bios)", "Bios samples, frozen MiniLM",
-                     _judge_pair(bios["ConFair (Con_*)"], bios["CE"], "tpr_gap_rms")))
-    return rows
+    out = Path(args.out)
+    write_report(out, args=args, argv=sys.argv[1:] if argv is None else argv, seeds=seeds, hate=hate,
+                 sweep=sweep, sweep_runs=sweep_runs, sweep_attr=sweep_attr, sweep_seeds=sweep_seeds, bios=bios,
+                 polish=pl, counts=counts, total=total, views=views)
+    log(f"wrote {out} in {total / 60:.1f} min")
 
 
 if __name__ == "__main__":

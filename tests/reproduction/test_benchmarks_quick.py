@@ -41,13 +41,21 @@ def test_text_fairness_quick(data_dir, tmp_path):
         pytest.skip("English hate speech data absent")
     out = tmp_path / "text_fairness.md"
     res = _run(["benchmarks/text_fairness.py", "--quick", "--tiny", "--no-bios", "--attributes", "gender",
-                "--methods", "CE,TwoStageCL", "--data", str(data_dir), "--out", str(out)], data_dir, 600)
+                "--polish-attributes", "gender", "--methods", "CE,TwoStageCL", "--data", str(data_dir),
+                "--out", str(out)], data_dir, 600)
     assert res.returncode == 0, res.stderr[-3000:]
-    rows = _summary_first(out.read_text())
-    assert any("TwoStageCL lowers the EO gap vs CE (gender)" in r for r in rows)
+    md = out.read_text()
+    rows = _summary_first(md)
+    assert md.splitlines()[2].startswith("Regenerate: `.venv/bin/python benchmarks/text_fairness.py --quick")
+    assert "Measured wall time" in md.splitlines()[2] and "/tmp" not in md.splitlines()[2]
+    english = [r for r in rows if "English hate speech" in r]
+    polish = [r for r in rows if "Polish hate speech" in r]
+    assert any("TwoStageCL lowers the EO gap vs CE (gender)" in r for r in english)
+    assert any("TwoStageCL lowers the EO gap vs CE (gender)" in r for r in polish)
     assert any("λ = 0 to λ = 1" in r for r in rows)
     assert all("**untestable**" in r for r in rows)  # one seed: nothing is testable, and the file says so
-    assert "controlled stereotype" in out.read_text()
+    assert "controlled stereotype" in md and "Model selection: the epoch with the lowest validation DTO" in md
+    assert "(d) Polish hate speech (class-balanced training) — attribute gender" in md
 
 
 @pytest.mark.slow
