@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import platform
-from datetime import date
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -104,12 +105,29 @@ def claim_rows(hate, sweep_runs, sweep_attr, bios, polish) -> list[tuple[str, st
     return rows
 
 
+def save_raw(path: Path, raw: dict[str, Any]) -> None:
+    """Every per-seed report and setting the results file is made from (λ keys as strings)."""
+    raw = dict(raw, sweep_runs={m: {repr(lam): r for lam, r in runs.items()} for m, runs in raw["sweep_runs"].items()})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(raw, indent=1, allow_nan=True))
+
+
+def load_raw(path: Path) -> dict[str, Any]:
+    """The keyword arguments of :func:`write_report` from a file written by :func:`save_raw`."""
+    raw = json.loads(Path(path).read_text())
+    raw["args"] = SimpleNamespace(**raw["args"])
+    raw["sweep_runs"] = {m: {float(lam): r for lam, r in runs.items()} for m, runs in raw["sweep_runs"].items()}
+    raw["sweep"] = {m: [(lam, mean, std) for lam, mean, std in pts] for m, pts in raw["sweep"].items()}
+    return raw
+
+
 def write_report(out: Path, *, args, argv, seeds, hate, sweep, sweep_runs, sweep_attr, sweep_seeds, bios, polish,
-                 counts, total, views) -> None:
+                 counts, total, views, when) -> None:
     png = out.with_name(out.stem + "_tradeoff.png")
     out.parent.mkdir(parents=True, exist_ok=True)
     plot_sweep(sweep, png, f"English hate speech (controlled stereotype), attribute {sweep_attr}")
-    shown = [a for i, a in enumerate(argv) if not (a.startswith("--out") or (i and argv[i - 1] == "--out"))]
+    shown = [a for i, a in enumerate(argv) if not (a.startswith(("--out", "--render"))
+                                                     or (i and argv[i - 1] in ("--out", "--render")))]
     cmd = " ".join([".venv/bin/python benchmarks/text_fairness.py", *shown])
     first = max(1, math.ceil(args.epochs * 0.6))
     sel = {"dto": "the epoch with the lowest validation DTO (fairlib's distance to the optimum over accuracy and "
@@ -118,7 +136,7 @@ def write_report(out: Path, *, args, argv, seeds, hate, sweep, sweep_runs, sweep
            "last": "the last epoch for every method"}[args.select]
     md = ["# Fair text classification at CPU scale\n",
           f"Regenerate: `{cmd}` (from the repository root; data in `../shared/data` or `--data`). "
-          f"Measured wall time: **{total / 60:.1f} min** on {date.today().isoformat()} ({os.cpu_count()} CPU cores, "
+          f"Measured wall time: **{total / 60:.1f} min** on {when} ({os.cpu_count()} CPU cores, "
           f"one torch thread, {platform.machine()}).\n"]
     md.append("## Summary: do the papers' claims hold here?\n")
     md.append(f"Paired by seed ({len(seeds)} seed(s); the λ row: {len(sweep_seeds)}): CE and the method share the "

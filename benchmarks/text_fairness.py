@@ -38,7 +38,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _text_report import COLUMNS, write_report  # noqa: E402
+from _text_report import COLUMNS, load_raw, save_raw, write_report  # noqa: E402
 
 from faircl.cli.runs import FairCheckpoint  # noqa: E402
 from faircl.data.base import FairDataModule, FairDataset  # noqa: E402
@@ -263,13 +263,33 @@ def hate_features(data_dir: Path, attribute: str, embed_epochs: int, max_train: 
     return FrozenFeatures(tables, labels, 2, list(dm.group_names), batch_size=256), embed
 
 
+def partnerless_share(y: np.ndarray, a: np.ndarray, batch: int, draws: int = 200, seed: int = 0) -> float:
+    """Mean share of the rows of a random training batch (drawn as the random sampler does, ``drop_last``) that are
+    alone in their (class, group) cell: CS-InfoNCE gives such an anchor exactly 0 (its only positive is its other
+    view), and ConFair's fair term has no same-class other-group pair for it. Unknown attributes count as alone."""
+    rng = np.random.default_rng(seed)
+    n, shares = len(y), []
+    for _ in range(draws):
+        order = rng.permutation(n)
+        for start in range(0, n - batch + 1, batch):
+            idx = order[start:start + batch]
+            cell = y[idx] * (int(a.max()) + 2) + a[idx]
+            _, inverse, counts = np.unique(cell, return_inverse=True, return_counts=True)
+            shares.append(float(np.mean((counts[inverse] == 1) | (a[idx] < 0))))
+            break  # one batch per permutation
+    return float(np.mean(shares))
+
+
 def split_counts(feats: FrozenFeatures) -> str:
     """``split: n rows, (y, a) cell counts`` of every split (unknown attribute as a = -1)."""
     parts = []
     for name, (y, a) in feats.labels.items():
         cells = {f"y{yy}a{aa}": int(((y == yy) & (a == aa)).sum()) for yy in (0, 1) for aa in (-1, 0, 1)}
         parts.append(f"{name} {len(y)} ({', '.join(f'{k} {v}' for k, v in cells.items() if v)})")
-    return "; ".join(parts)
+    y, a = feats.labels["train"]
+    alone = partnerless_share(y, a, feats.batch_size)
+    return "; ".join(parts) + f"; train anchors alone in their (y, a) cell at batch {feats.batch_size}: " \
+                              f"{100 * alone:.1f}%"
 
 
 def with_views(base: FrozenFeatures, views: bool) -> FrozenFeatures:
@@ -342,7 +362,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--polish-attributes", default="gender,age", help="Polish attributes ('' = skip part d)")
     parser.add_argument("--no-bios", action="store_true", help="skip part (c)")
     parser.add_argument("--tiny", action="store_true", help="with --quick: 400 train tweets (for the test suite)")
+    parser.add_argument("--render", metavar="JSON", help="rewrite the results file from a saved .json (no training)")
     args = parser.parse_args(argv)
+    if args.render:
+        write_report(Path(args.out), **load_raw(Path(args.render)))
+        print(f"wrote {args.out} from {args.render}")
+        return
     warnings.filterwarnings("ignore")
     logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
     logging.getLogger("lightning.fabric").setLevel(logging.ERROR)
@@ -394,6 +419,11 @@ def main(argv: list[str] | None = None) -> None:
     if not args.no_bios:
         log("(c) Bias in Bios samples, frozen MiniLM features (small-data stress test)")
         bios = run_table(bios_factory(bios_dir, args.bios_batch), args.bios_epochs, seeds, log, methods, select)
+        tr = bios_factory(bios_dir, args.bios_batch)(False).splits["train"]
+        y, a = tr.y.numpy(), tr.a.numpy()
+        counts["Bias in Bios"] = (f"train {len(y)}, 28 professions × 2 genders; train anchors alone in their (y, a) "
+                                  f"cell at batch {args.bios_batch}: {100 * partnerless_share(y, a, args.bios_batch):.1f}%"
+                                  f" (at batch 16: {100 * partnerless_share(y, a, 16):.1f}%)")
     # (d)
     pl: dict[str, dict[str, list[dict[str, float]]]] = {}
     embed = None
@@ -406,10 +436,12 @@ def main(argv: list[str] | None = None) -> None:
                              "balanced_dto" if select == "dto" else select)
     total = time.perf_counter() - started
     out = Path(args.out)
-    write_report(out, args=args, argv=sys.argv[1:] if argv is None else argv, seeds=seeds, hate=hate,
-                 sweep=sweep, sweep_runs=sweep_runs, sweep_attr=sweep_attr, sweep_seeds=sweep_seeds, bios=bios,
-                 polish=pl, counts=counts, total=total, views=views)
-    log(f"wrote {out} in {total / 60:.1f} min")
+    raw = dict(args=vars(args), argv=sys.argv[1:] if argv is None else argv, seeds=seeds, hate=hate, sweep=sweep,
+               sweep_runs=sweep_runs, sweep_attr=sweep_attr, sweep_seeds=sweep_seeds, bios=bios, polish=pl,
+               counts=counts, total=total, views=views, when=time.strftime("%Y-%m-%d"))
+    save_raw(out.with_suffix(".json"), raw)
+    write_report(out, **load_raw(out.with_suffix(".json")))
+    log(f"wrote {out} (+ .json, _tradeoff.png) in {total / 60:.1f} min")
 
 
 if __name__ == "__main__":
