@@ -1,19 +1,26 @@
-"""Original all-MiniLM-L6-v2 vs CCD-trained MiniLM: CCED, SEAT, Bias-IR, CrowS/StereoSet (embedding variants),
-utility probe, and the β ablation of the CCD paper's Table 7. Writes ``benchmarks/results/embedding_fairness.md``.
+"""Original all-MiniLM-L6-v2 vs CCD-trained MiniLM over 3 seeds: CCED on held-out *sources* and in distribution,
+SEAT, Bias-IR, CrowS/StereoSet (embedding variants), a utility probe, and CCD's bandwidth ρ (median rule vs the
+paper's literal "variance"). Writes ``benchmarks/results/embedding_fairness.md``.
 
-    .venv/bin/python benchmarks/embedding_fairness.py [--data-dir ../shared/data] [--train 96] [--quick]
+    .venv/bin/python benchmarks/embedding_fairness.py [--data-dir ../shared/data] [--seeds 0,1,2] [--betas 1]
+                                                      [--quick]
 
-Tuples: CDA (ADEPT + CDS pairs + 1,000 CDS name pairs, ADEPT neutral words kept) over the sentences of Bias-in-Bios
-samples, GAP and BUG, polarity-checked; disjoint train / validation / held-out test tuples. Training follows the
-paper (Adam, lr 5e-5, batch 32, one epoch, validate every ``--val-every`` steps, keep the best) at a reduced scale so
-the whole run fits in about 20 minutes on a 2-core CPU; the scale is printed in the report.
+Tuples: CDA (ADEPT + CDS pairs + 1,000 CDS name pairs, ADEPT neutral words kept) over the sentences of seven real
+corpora, polarity-checked, deduplicated and tagged with their source. CCD trains on tuples of the *training sources*
+(Bias-in-Bios, GAP, BUG by default) and CCED is measured both on held-out tuples of those sources (in distribution)
+and on tuples of sources never seen in training (RedditBias, BEC-Pro, WinoBias, WinoGender). Each seed draws the
+training / validation / in-distribution test tuples, their order and the held-out-source sample; the original encoder
+is scored on the same tuples as the paired baseline. Training follows the paper (Adam, lr 5e-5, one epoch, validate
+every ``--val-every`` steps, keep the best) at the scale this 2-core CPU allows in about half an hour.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import random
+import re
 import sys
 import tempfile
 import time
@@ -23,32 +30,155 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from _stats import judge, summary_table  # noqa: E402
+from _embedding_report import write_report  # noqa: E402
 
 from faircl.data.counterfactual import CDA, AttributeLexicon, make_cda_tuples, read_texts  # noqa: E402
 from faircl.eval import embedding_bias as eb  # noqa: E402
+from faircl.losses.ccd import ccd_bandwidth, ccd_kernel  # noqa: E402
+from faircl.metrics.embedding import cced  # noqa: E402
 
-SOURCES = ("bias_in_bios_samples/*.csv", "gap_coreference/gap-development.tsv", "gap_coreference/gap-test.tsv",
-           "gap_coreference/gap-validation.tsv", "bug_gender/gold_BUG.csv")
-HEADLINE = ("cced", "seat_mean_abs_effect_size", "bias_ir_deviation", "bias_ir_male_ratio",
-            "crows_pairs_embedding_stereo_score", "stereoset_embedding_ss", "stereoset_embedding_lms",
-            "stereoset_embedding_icat", "utility_accuracy", "rep_distance")
+# name: (description, files relative to the data folder (glob patterns), text column or reader)
+SOURCES = {
+    "bios": ("Bias-in-Bios biographies (28 professions + 1,000 accountants)", ["bias_in_bios_samples/*.csv"], None),
+    "gap": ("GAP coreference, Wikipedia sentences", ["gap_coreference/gap-*.tsv"], None),
+    "bug": ("BUG gender corpus (Wikipedia, PubMed, Covid-19 sentences)", ["bug_gender/gold_BUG.csv"], None),
+    "reddit": ("RedditBias comments on women (gender file)",
+               ["reddit_bias/reddit_comments_gender_female_processed_phrase_annotated.csv"], None),
+    "bec_pro": ("BEC-Pro person/profession template sentences", ["bec_pro/BEC-Pro_EN.tsv"], "Sentence"),
+    "winobias": ("WinoBias pro/anti-stereotyped sentences", ["winobias/*_stereotyped_type*.txt.*"], "winobias"),
+    "winogender": ("WinoGender sentences", ["winogender/all_sentences.tsv"], None),
+}
+TRAIN_SOURCES = ("bios", "gap", "bug")
+HELDOUT_SOURCES = ("reddit", "bec_pro", "winobias", "winogender")
+HEADLINE_BETA = 1.0
 
 
-def build_tuples(data_dir: Path, seed: int) -> tuple[list[tuple[str, ...]], str]:
-    import glob
+def read_winobias(path: str) -> list[str]:
+    """WinoBias lines (``1 [The developer] argued ... [he] ...``) without the line number and the brackets."""
+    out = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        text = re.sub(r"^\d+\s+", "", line.strip()).replace("[", "").replace("]", "")
+        if text:
+            out.append(text)
+    return out
 
-    texts = []
-    for pattern in SOURCES:
-        for p in sorted(glob.glob(str(data_dir / pattern))):
-            texts += read_texts(p)
-    lex = AttributeLexicon.gender(data_dir, "adept+cds+names")
-    tuples, report = make_cda_tuples(texts, CDA(lex), split=True, min_words=5, max_words=40)
-    random.Random(seed).shuffle(tuples)
-    return tuples, str(report)
+
+def source_texts(data_dir: Path, name: str) -> list[str]:
+    _, patterns, column = SOURCES[name]
+    files = [p for pat in patterns for p in sorted(glob.glob(str(data_dir / pat)))]
+    if not files:
+        raise FileNotFoundError(f"source {name!r}: no file matches {patterns} in {data_dir} (not found)")
+    texts: list[str] = []
+    for p in files:
+        texts += read_winobias(p) if column == "winobias" else read_texts(p, column=column)
+    return texts
+
+
+def build_tuples(data_dir: Path, names: list[str]) -> tuple[dict[str, list[tuple[str, ...]]], dict[str, str]]:
+    """CDA tuples of every source (polarity-checked, deduplicated; a tuple found in an earlier source is dropped)."""
+    cda = CDA(AttributeLexicon.gender(data_dir, "adept+cds+names"))
+    pools: dict[str, list[tuple[str, ...]]] = {}
+    reports: dict[str, str] = {}
+    seen: set[tuple[str, ...]] = set()
+    for name in names:
+        tuples, report = make_cda_tuples(source_texts(data_dir, name), cda, split=True, min_words=5, max_words=40)
+        unique = [t for t in dict.fromkeys(tuples) if t not in seen]
+        seen.update(unique)
+        pools[name], reports[name] = unique, str(report)
+    return pools, reports
+
+
+def _shares(total: int, k: int) -> list[int]:
+    return [total // k + (i < total % k) for i in range(k)]
+
+
+def draw(pools, train_sources, heldout_sources, seed: int, n_train: int, n_val: int, n_test: int, n_out: int):
+    """One seed's tuples: equal shares of every training source for train / val / in-distribution test (disjoint),
+    ``n_out`` tuples of every held-out source (all of it when smaller). Returns dicts source → tuples."""
+    rng = random.Random(seed)
+    split = {"train": {}, "val": {}, "test_in": {}, "test_out": {}}
+    k = len(train_sources)
+    for s, a, b, c in zip(train_sources, _shares(n_train, k), _shares(n_val, k), _shares(n_test, k)):
+        items = list(pools[s])
+        if len(items) < a + b + c:
+            raise SystemExit(f"source {s!r} has {len(items)} tuples, {a + b + c} needed")
+        rng.shuffle(items)
+        split["test_in"][s], split["val"][s], split["train"][s] = items[:c], items[c:c + b], items[c + b:c + b + a]
+    for s in heldout_sources:
+        split["test_out"][s] = rng.sample(pools[s], min(n_out, len(pools[s])))
+    return split
+
+
+def flat(parts: dict[str, list], shuffle_seed: int | None = None) -> list:
+    out = [t for v in parts.values() for t in v]
+    if shuffle_seed is not None:
+        random.Random(shuffle_seed).shuffle(out)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------- embeddings
+def tuple_embeddings(embed, tuples) -> torch.Tensor:
+    """``[N, G + 1, d]`` embeddings of tuples (versions in order, neutral last)."""
+    h = embed([s for t in tuples for s in t]).float()
+    return h.reshape(len(tuples), len(tuples[0]), -1)
+
+
+def cced_by_source(embed, parts: dict[str, list]) -> tuple[dict[str, float], dict[str, torch.Tensor]]:
+    """CCED per source (mean over its tuples) and the neutral embeddings per source."""
+    scores, neutral = {}, {}
+    for s, tuples in parts.items():
+        h = tuple_embeddings(embed, tuples)
+        scores[s] = float(cced(h[:, :-1], h[:, -1]).mean())
+        neutral[s] = h[:, -1]
+    return scores, neutral
+
+
+def pooled(scores: dict[str, float], parts: dict[str, list]) -> float:
+    """Mean over all tuples of the sources (weighted by their counts)."""
+    n = sum(len(parts[s]) for s in scores)
+    return sum(scores[s] * len(parts[s]) for s in scores) / n
+
+
+@torch.no_grad()
+def bandwidth_stats(embed, tuples) -> dict[str, dict[str, float]]:
+    """ρ by the default median rule and by the literal variance rule on the original encoder's embeddings of the
+    training tuples, with the share of float32 kernel values ``exp(−d²/(2ρ²))`` that are exactly 0 (underflow)."""
+    h = tuple_embeddings(embed, tuples)
+    attr, neutral = h[:, :-1].transpose(0, 1).contiguous(), h[:, -1]
+    d = (attr - neutral[None]).norm(dim=-1)
+    out = {}
+    for how in ("median", "variance"):
+        rho = ccd_bandwidth(attr, neutral, how=how)
+        k = ccd_kernel(attr, neutral, rho)  # float32
+        unsquared = torch.exp(-(d.float() ** 2) / rho)  # the kernel if ρ entered unsquared, for comparison
+        out[how] = {"rho": rho, "zero": float((k == 0).double().mean()),
+                    "zero_unsquared": float((unsquared == 0).double().mean()),
+                    "tiny": float((k < 1e-20).double().mean()),
+                    "median_kernel": float(k.double().median()), "dist_median": float(d.double().median()),
+                    "n_tuples": len(tuples)}
+    return out
+
+
+def eval_sizes(data_dir: Path, args) -> dict[str, int]:
+    """Sizes of the benchmark subsets that ``evaluate_all`` uses with these arguments."""
+    from faircl.eval.bias_datasets import load_crows_pairs, load_grep_bias_ir, load_seat, load_stereoset_intrasentence
+
+    cap = args.seat_max or None
+    seat = sum(len(part[:cap]) for n in eb.SEAT_GENDER_TESTS for t in [load_seat(data_dir / "seat" / f"{n}.jsonl")]
+               for part in (t.targ1, t.targ2, t.attr1, t.attr2))
+    cats: dict[str, int] = {}
+    for q in load_grep_bias_ir(data_dir / "grep_bias_ir"):
+        cats[q.category] = cats.get(q.category, 0) + 1
+    per_cat = max(1, args.bias_ir_queries // len(cats)) if args.bias_ir_queries else None
+    return {"seat": seat, "bias_ir": sum(min(n, per_cat or n) for n in cats.values()),
+            "crows": len(load_crows_pairs(data_dir / "crows_pairs" / "crows_pairs_anonymized.csv")[:args.crows_max
+                                                                                                    or None]),
+            "stereoset": len(load_stereoset_intrasentence(data_dir / "stereoset" / "test.jsonl")[:args.stereoset_max
+                                                                                                  or None])}
 
 
 def speed(embedder: eb.TextEmbedder, texts: list[str]) -> dict[str, float]:
@@ -63,7 +193,8 @@ def speed(embedder: eb.TextEmbedder, texts: list[str]) -> dict[str, float]:
     return out
 
 
-def train_ccd(beta: float, tuples: dict[str, list[tuple[str, ...]]], args) -> tuple[object, float]:
+# --------------------------------------------------------------------------------------------------- CCD training
+def train_ccd(beta: float, rho: float, train, val, seed: int, args) -> tuple[object, float]:
     import lightning as L
 
     from faircl.data.base import FairDataModule
@@ -77,14 +208,14 @@ def train_ccd(beta: float, tuples: dict[str, list[tuple[str, ...]]], args) -> tu
         def load_splits(self):
             self.class_names, self.group_names = ["tuple", "unused"], ["male", "female"]
             return {k: TupleDataset(v, [0] * len(v), [-1] * len(v), num_classes=2, num_groups=2, source=k)
-                    for k, v in tuples.items()}
+                    for k, v in (("train", train), ("val", val), ("test", val))}
 
         def report_counts(self, splits):
             pass
 
-    L.seed_everything(42, verbose=False)
-    dm = Tuples(batch_size=args.batch_size, seed=42)
-    model = CCD(beta=beta, normalize=True, lr=args.lr, encoder="hf", encoder_kwargs={"model_dir": None})
+    L.seed_everything(seed, verbose=False)
+    dm = Tuples(batch_size=args.batch_size, seed=seed)
+    model = CCD(beta=beta, rho=rho, normalize=True, lr=args.lr, encoder="hf", encoder_kwargs={"model_dir": None})
     trainer = L.Trainer(**quiet_trainer_kwargs(max_epochs=1, val_check_interval=args.val_every,
                                                check_val_every_n_epoch=None, num_sanity_val_steps=0,
                                                precision=args.precision))
@@ -101,194 +232,154 @@ def ccd_embed(model, batch_size: int = 64):
     return embed
 
 
-@torch.no_grad()
-def rep_distance(model, original, neutral: list[str]) -> float:
-    return float((ccd_embed(model)(neutral) - original(neutral)).norm(dim=1).mean())
+# --------------------------------------------------------------------------------------------------- main
+def shown_command(argv: list[str]) -> str:
+    """The command line that regenerates the results, without the machine-specific ``--out`` / ``--data-dir``."""
+    keep, skip = [], False
+    for x in argv:
+        if skip:
+            skip = False
+        elif x in ("--out", "--data-dir"):
+            skip = True
+        elif not x.startswith(("--out=", "--data-dir=")):
+            keep.append(x)
+    return " ".join([".venv/bin/python benchmarks/embedding_fairness.py", *keep])
 
 
-def fmt(v) -> str:
-    return "—" if v is None else (f"{v:.4f}" if isinstance(v, float) else str(v))
-
-
-def main() -> None:
+def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data-dir", default=os.environ.get("FAIRCL_DATA", str(REPO.parent / "shared" / "data")))
-    ap.add_argument("--train", type=int, default=96, help="training tuples (one epoch)")
-    ap.add_argument("--val", type=int, default=32)
-    ap.add_argument("--test", type=int, default=100, help="held-out tuples for CCED")
+    ap.add_argument("--seeds", default=None, help="comma-separated seeds (each: tuples drawn, their order, the "
+                    "held-out sample); default 0,1,2 (0,1 with --quick)")
+    ap.add_argument("--train-sources", default=",".join(TRAIN_SOURCES), help=f"of {list(SOURCES)}")
+    ap.add_argument("--heldout-sources", default=",".join(HELDOUT_SOURCES), help="never trained on")
+    ap.add_argument("--train", type=int, default=800, help="training tuples per seed (one epoch)")
+    ap.add_argument("--val", type=int, default=48, help="validation tuples (training sources)")
+    ap.add_argument("--test", type=int, default=120, help="in-distribution test tuples (training sources)")
+    ap.add_argument("--heldout", type=int, default=60, help="test tuples per held-out source")
     ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--lr", type=float, default=1e-4)
-    ap.add_argument("--val-every", type=int, default=3)
-    ap.add_argument("--betas", default="0,0.5,1,1.5")
+    ap.add_argument("--lr", type=float, default=5e-5)
+    ap.add_argument("--val-every", type=int, default=10, help="validate every this many steps")
+    ap.add_argument("--betas", default="1", help="β values; e.g. 0,0.5,1,1.5 for the paper's Table 7 ablation")
+    ap.add_argument("--rho-rows", type=int, default=1024, help="training tuples used for ρ (the library default)")
     ap.add_argument("--precision", default="32-true", help="training precision (evaluation is fp32)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads")
     ap.add_argument("--permutations", type=int, default=10000)
-    ap.add_argument("--seat-max", type=int, default=16, help="examples per SEAT set (None = all)")
-    ap.add_argument("--crows-max", type=int, default=60)
-    ap.add_argument("--stereoset-max", type=int, default=60)
-    ap.add_argument("--bias-ir-queries", type=int, default=28)
-    ap.add_argument("--utility-per-class", type=int, default=5, help="Bias-in-Bios samples per profession")
+    ap.add_argument("--seat-max", type=int, default=0, help="examples per SEAT set (0 = all)")
+    ap.add_argument("--crows-max", type=int, default=0, help="CrowS-Pairs gender pairs (0 = all)")
+    ap.add_argument("--stereoset-max", type=int, default=0, help="StereoSet gender items (0 = all)")
+    ap.add_argument("--bias-ir-queries", type=int, default=0, help="Bias-IR queries (0 = all)")
+    ap.add_argument("--utility-per-class", type=int, default=10, help="Bias-in-Bios samples per profession")
     ap.add_argument("--quick", action="store_true", help="tiny scale smoke run (not for the report)")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "embedding_fairness.md"))
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.quick:
-        args.train, args.val, args.test, args.val_every, args.betas, args.permutations = 64, 32, 32, 1, "1", 200
-        args.seat_max, args.crows_max, args.stereoset_max, args.bias_ir_queries = 8, 10, 10, 14
+        args.train, args.val, args.test, args.heldout, args.val_every = 32, 16, 12, 6, 1
+        args.permutations, args.seat_max, args.crows_max, args.stereoset_max = 200, 8, 10, 10
+        args.bias_ir_queries, args.utility_per_class = 14, 5
+    seeds = args.seeds or ("0,1" if args.quick else "0,1,2")
+    args.seed_list = [int(s) for s in seeds.split(",") if s.strip()]
+    args.beta_list = [float(b) for b in args.betas.split(",") if b.strip()]
+    args.train_list = [s.strip() for s in args.train_sources.split(",") if s.strip()]
+    args.heldout_list = [s.strip() for s in args.heldout_sources.split(",") if s.strip()]
+    bad = [s for s in args.train_list + args.heldout_list if s not in SOURCES]
+    if bad or set(args.train_list) & set(args.heldout_list):
+        ap.error(f"sources must be distinct names of {list(SOURCES)}; got {args.train_list} / {args.heldout_list}")
+    return args
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
     data_dir = Path(args.data_dir)
     if not data_dir.is_dir():
         raise SystemExit(f"data directory {data_dir} not found (pass --data-dir or set FAIRCL_DATA)")
     start = time.perf_counter()
-    torch.manual_seed(0)
 
-    tuples, polarity = build_tuples(data_dir, seed=42)
-    need = args.train + args.val + args.test
-    if len(tuples) < need:
-        raise SystemExit(f"only {len(tuples)} tuples, {need} needed")
-    test = tuples[:args.test]
-    val = tuples[args.test:args.test + args.val]
-    train = tuples[args.test + args.val:need]
-    print(polarity, f"\nusing train {len(train)} / val {len(val)} / held-out test {len(test)} tuples", flush=True)
+    def log(msg: str) -> None:
+        print(f"[{(time.perf_counter() - start) / 60:5.1f} min] {msg}", flush=True)
+
+    pools, polarity = build_tuples(data_dir, args.train_list + args.heldout_list)
+    log("tuples per source: " + ", ".join(f"{s} {len(v)}" for s, v in pools.items()))
 
     original = eb.TextEmbedder(None)
-    sp = speed(original, [s for t in test[:32] for s in t][:64])
-    print(f"MiniLM speed: fp32 {sp['fp32']:.0f} sentences/s, bf16 {sp['bf16']:.0f} sentences/s", flush=True)
+    probe_texts = [s for t in pools[args.train_list[0]][:32] for s in t][:64]
+    sp = speed(original, probe_texts)
+    log(f"MiniLM speed: fp32 {sp['fp32']:.0f} sentences/s, bf16 {sp['bf16']:.0f} sentences/s")
     subset = dict(seat_max_examples=args.seat_max or None, crows_max=args.crows_max or None,
                   stereoset_max=args.stereoset_max or None, bias_ir_max_queries=args.bias_ir_queries or None,
-                  utility_per_class=args.utility_per_class or None)
+                  utility_per_class=args.utility_per_class or None, n_permutations=args.permutations)
 
-    def evaluate(name, embed, embedder=None):
+    def benchmarks(name, embed, embedder=None):
         t0 = time.perf_counter()
-        r = eb.evaluate_all(embed, data_dir, tuples=test, embedder=embedder, n_permutations=args.permutations,
-                            **subset)
-        print(f"evaluated {name} in {time.perf_counter() - t0:.0f}s: cced {r['cced']:.4f}, "
-              f"SEAT |d| {r['seat_mean_abs_effect_size']:.3f}, utility {r['utility_accuracy']:.3f}", flush=True)
+        r = eb.evaluate_all(embed, data_dir, embedder=embedder, **subset)
+        log(f"benchmarks of {name} in {time.perf_counter() - t0:.0f}s: SEAT |d| {r['seat_mean_abs_effect_size']:.3f}"
+            f", Bias-IR dev {r['bias_ir_deviation']:.3f}, utility {r['utility_accuracy']:.3f}")
         return r
 
-    results = {"original": evaluate("original", original, original)}
-    results["original"]["rep_distance"] = 0.0
-    train_info = {}
-    for beta in [float(b) for b in args.betas.split(",")]:
-        model, secs = train_ccd(beta, {"train": train, "val": val, "test": test}, args)
+    # The original encoder is deterministic: its benchmark scores are shared by every seed (same subsets).
+    base_bench = benchmarks("original", original, original)
+    headline = f"CCD β={HEADLINE_BETA:g}" if HEADLINE_BETA in args.beta_list else f"CCD β={args.beta_list[0]:g}"
+    labels = eb.load_bios_probe(data_dir, per_class=args.utility_per_class or None)[1]
+    constant_acc = max(labels.count(c) for c in set(labels)) / len(labels)
+    runs = [run_seed(seed, pools, original, base_bench, benchmarks, headline, args, log) for seed in args.seed_list]
+
+    total = time.perf_counter() - start
+    meta = {"args": args, "command": shown_command(sys.argv[1:] if argv is None else list(argv)),
+            "pools": {s: len(v) for s, v in pools.items()}, "polarity": polarity, "speed": sp,
+            "total": total, "sources": {s: SOURCES[s][0] for s in pools}, "headline": headline,
+            "constant_acc": constant_acc, "eval_sizes": eval_sizes(data_dir, args), "n_probe": len(labels),
+            "n_classes": len(set(labels))}
+    write_report(Path(args.out), runs, meta)
+    log(f"total {total / 60:.1f} min; report written to {args.out}")
+
+
+def run_seed(seed: int, pools, original, base_bench, benchmarks, headline: str, args, log) -> dict:
+    """One seed: draw the tuples, score the original on them, measure ρ, train and evaluate CCD for every β."""
+    split = draw(pools, args.train_list, args.heldout_list, seed, args.train, args.val, args.test, args.heldout)
+    train, val = flat(split["train"], shuffle_seed=seed), flat(split["val"])
+    run = {"seed": seed, "counts": {k: {s: len(v) for s, v in p.items()} for k, p in split.items()},
+           "models": {}, "train_info": {}}
+    in_o, _ = cced_by_source(original, split["test_in"])
+    out_o, neutral_o = cced_by_source(original, split["test_out"])
+    base = run["models"]["original"] = {
+        **base_bench, "cced_in": pooled(in_o, split["test_in"]), "cced_heldout": pooled(out_o, split["test_out"]),
+        "rep_distance": 0.0, **{f"cced/{s}": v for s, v in {**in_o, **out_o}.items()}}
+    t0 = time.perf_counter()
+    bw = run["bandwidth"] = bandwidth_stats(original, train[:args.rho_rows])
+    rho = bw["median"]["rho"]
+    log(f"seed {seed}: {len(train)} train tuples; ρ median {rho:.4f}, variance {bw['variance']['rho']:.4f} "
+        f"(kernel zeros {100 * bw['variance']['zero']:.1f}%) in {time.perf_counter() - t0:.0f}s; original CCED "
+        f"in {base['cced_in']:.4f}, held-out {base['cced_heldout']:.4f}")
+    for beta in args.beta_list:
+        model, secs = train_ccd(beta, rho, train, val, seed, args)
         name = f"CCD β={beta:g}"
-        train_info[name] = (secs, float(model.rho), model.val_history, float(model.best_val_loss))
-        print(f"trained {name} in {secs:.0f}s (ρ = {float(model.rho):.4f}, best val loss "
-              f"{float(model.best_val_loss):.4f})", flush=True)
-        if beta == 1.0:
-            # The headline model is evaluated through its exported directory, as a user would.
+        run["train_info"][name] = (secs, float(model.rho), model.val_history, float(model.best_val_loss))
+        log(f"seed {seed}: trained {name} in {secs:.0f}s (best val loss {float(model.best_val_loss):.4f})")
+        if name == headline:
+            # The headline model is evaluated through its exported directory, as a user would load it.
             with tempfile.TemporaryDirectory() as tmp:
                 model.save_pretrained(tmp)
                 exported = eb.TextEmbedder(tmp)
-                results[name] = evaluate(name, exported, exported)
+                res = benchmarks(f"{name} seed {seed}", exported, exported)
+                res.update(_cced_fields(exported, split, neutral_o))
         else:
-            results[name] = evaluate(name, ccd_embed(model))
-        results[name]["rep_distance"] = rep_distance(model, original, [t[-1] for t in test])
+            embed = ccd_embed(model)
+            res = benchmarks(f"{name} seed {seed}", embed)
+            res.update(_cced_fields(embed, split, neutral_o))
+        run["models"][name] = res
+        log(f"seed {seed}: {name} CCED in {res['cced_in']:.4f}, held-out {res['cced_heldout']:.4f}")
         del model
-
-    total = time.perf_counter() - start
-    write_report(Path(args.out), args, results, train_info, polarity, sp, total, len(tuples))
-    print(f"total {total / 60:.1f} min; report written to {args.out}")
+    return run
 
 
-def embedding_summary(results: dict[str, dict[str, float]]) -> list[str]:
-    """Summary table in the format shared by the fairness benchmarks (``benchmarks/_stats.py``).
-
-    One training run per β (one seed): by the shared rule every verdict is *untestable* until the run is repeated
-    over seeds; the table still states the baseline's bias and the measured change.
-    """
-    ccd = [c for c in results if c.startswith("CCD")]
-    if "original" not in results or not ccd:
-        return []
-    name = "CCD β=1" if "CCD β=1" in results else ccd[-1]
-    base, new = results["original"], results[name]
-    rows = []
-    for key, what in (("cced", "CCED"), ("seat_mean_abs_effect_size", "the mean absolute SEAT effect size")):
-        if key in base and key in new and "utility_accuracy" in base:
-            rows.append((f"CCD: {name} lowers {what} vs the original MiniLM", "CDA tuples, held-out test; "
-                         "utility = Bias-in-Bios probe",
-                         judge([base[key]], [new[key]], [base["utility_accuracy"]], [new["utility_accuracy"]],
-                               constant_acc=1 / 28)))
-    if not rows:
-        return []
-    return ["## Summary: do the paper's claims hold here?", "",
-            "One run per β (a single seed), so by the shared verdict rule (`benchmarks/_stats.py`: paired seeds, "
-            "95% t-intervals) every claim is *untestable* at this scale; ×100.", "", *summary_table(rows), ""]
-
-
-def write_report(path: Path, args, results, train_info, polarity, sp, total, n_tuples) -> None:
-    cols = list(results)
-    lines = ["# Embedding fairness: all-MiniLM-L6-v2 before and after CCD", "",
-             "Regenerate: `.venv/bin/python benchmarks/embedding_fairness.py" + (" --quick" if args.quick else "")
-             + "`", ""]
-    lines += embedding_summary(results)
-    lines += [f"- Scale: {args.train} training tuples (one epoch, batch {args.batch_size} → "
-              f"{args.train // args.batch_size} steps, Adam lr {args.lr:g}, validation every {args.val_every} steps "
-              f"on {args.val} tuples, best kept), {args.test} held-out test tuples for CCED; training precision "
-              f"{args.precision}, evaluation fp32. The paper trains one epoch on ~43k LLM-made tuples (batch 32, lr "
-              f"5e-5, ~1,350 steps); this machine's measured speed (below) allows only about a hundred tuples per β, so the "
-              "learning rate is doubled. "
-              f"{n_tuples} CDA tuples were made offline (Bias-in-Bios samples, GAP, BUG sentences); a slice is used.",
-              f"- Evaluation subsets: SEAT first {args.seat_max} examples per set, {args.crows_max} CrowS-Pairs gender "
-              f"pairs, {args.stereoset_max} StereoSet gender intrasentence items, {args.bias_ir_queries} Bias-IR "
-              f"queries (all 7 categories), {args.utility_per_class or 10} Bias-in-Bios samples per profession (28) for the "
-              "utility probe (5-fold).",
-              f"- Tuple quality: {polarity}",
-              f"- Measured MiniLM encoding speed on this machine (same batch, side by side): fp32 "
-              f"{sp['fp32']:.0f} sentences/s, bf16 {sp['bf16']:.0f} sentences/s (ratio {sp['bf16'] / sp['fp32']:.2f}×).",
-              f"- Total wall time {total / 60:.1f} min.",
-              "- ρ is the median attribute-to-neutral distance of the original encoder over the training tuples "
-              "(the paper's 'variance' underflows the kernel): " + ", ".join(
-                  f"{k}: ρ = {v[1]:.4f}" for k, v in train_info.items()),
-              "- CrowS-Pairs / StereoSet numbers are the **embedding-similarity variants** (MiniLM has no masked-LM "
-              "head), not the paper's masked-LM scores: see `faircl/eval/embedding_bias.py`.", ""]
-    lines += ["## Headline and β ablation (paper Table 7 varies β ∈ {0, 0.5, 1, 1.5})", "",
-              "| metric | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
-    arrows = {"cced": "↓", "seat_mean_abs_effect_size": "↓", "bias_ir_deviation": "↓", "bias_ir_male_ratio": "→0.5",
-              "crows_pairs_embedding_stereo_score": "→50", "stereoset_embedding_ss": "→50",
-              "stereoset_embedding_lms": "↑", "stereoset_embedding_icat": "↑", "utility_accuracy": "↑",
-              "rep_distance": "(neutral drift)"}
-    for k in HEADLINE:
-        lines.append(f"| {k} {arrows.get(k, '')} | " + " | ".join(fmt(results[c].get(k)) for c in cols) + " |")
-    lines += ["", "## SEAT gender tests (effect size, permutation p-value)", "",
-              "| test | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
-    for name in eb.SEAT_GENDER_TESTS:
-        row = [f"{results[c][f'seat/{name}/effect_size']:.3f} (p={results[c][f'seat/{name}/p_value']:.3f})"
-               for c in cols]
-        lines.append(f"| {name} | " + " | ".join(row) + " |")
-    lines += ["", "## Bias-IR male ratio of the top-10 per category (0.5 = balanced)", "",
-              "| category | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
-    for k in sorted(k for k in results["original"] if k.startswith("bias_ir/")):
-        lines.append(f"| {k.split('/')[1]} | " + " | ".join(fmt(results[c].get(k)) for c in cols) + " |")
-    lines += ["", "## Training", "", "| run | seconds | ρ | best val loss | validation losses (step: loss) |",
-              "|---|---:|---:|---:|---|"]
-    for k, (secs, rho, hist, best) in train_info.items():
-        lines.append(f"| {k} | {secs:.0f} | {rho:.4f} | {best:.4f} | "
-                     + ", ".join(f"{s}: {v:.4f}" for s, v in hist) + " |")
-    base = results["original"]
-    main_name = "CCD β=1" if "CCD β=1" in results else cols[-1]
-    ccd = results[main_name]
-    falls = ccd["cced"] < base["cced"]
-    kept = ccd["utility_accuracy"] >= base["utility_accuracy"] - 0.02
-    lines += ["", "## Do the paper's claims hold here?", "",
-              f"- **CCED falls**: {'yes' if falls else 'no'} — {base['cced']:.4f} → {ccd['cced']:.4f} "
-              f"({100 * (ccd['cced'] - base['cced']) / base['cced']:+.1f}%) on held-out tuples ({main_name}).",
-              f"- **Utility kept** (profession probe accuracy within 2 points): {'yes' if kept else 'no'} — "
-              f"{base['utility_accuracy']:.3f} → {ccd['utility_accuracy']:.3f}.",
-              f"- SEAT mean |effect size|: {base['seat_mean_abs_effect_size']:.3f} → "
-              f"{ccd['seat_mean_abs_effect_size']:.3f}; Bias-IR deviation from 0.5: {base['bias_ir_deviation']:.3f} → "
-              f"{ccd['bias_ir_deviation']:.3f}.",
-              "- β ablation: larger β keeps the neutral embeddings closer to the original (rep_distance column); "
-              "the paper reports the utility (LMS) rising with β.", ""]
-    seat_worse = ccd["seat_mean_abs_effect_size"] > base["seat_mean_abs_effect_size"]
-    ir_worse = ccd["bias_ir_deviation"] > base["bias_ir_deviation"]
-    if seat_worse or ir_worse:
-        lines += ["Not every benchmark follows CCED here: " + " and ".join(
-            s for s, w in (("the SEAT effect sizes grow", seat_worse), ("the Bias-IR deviation grows", ir_worse)) if w)
-            + ". SEAT and Bias-IR compare *different* contents (names vs. career words, queries vs. documents), "
-              "while CCD only equalises distances *within* a content; with a few steps on CDA tuples (names and "
-              "pronouns swapped, the rest identical) this does not carry over to those association tests. The "
-              "paper's SEAT gains come from ~1,350 steps on LLM-rewritten news text; this run does not reproduce them.",
-            ""]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
+def _cced_fields(embed, split, neutral_o) -> dict[str, float]:
+    with torch.no_grad():
+        cin, _ = cced_by_source(embed, split["test_in"])
+        cout, neutral = cced_by_source(embed, split["test_out"])
+    drift = torch.cat([(neutral[s] - neutral_o[s]).norm(dim=1) for s in neutral])
+    return {"cced_in": pooled(cin, split["test_in"]), "cced_heldout": pooled(cout, split["test_out"]),
+            "rep_distance": float(drift.mean()), **{f"cced/{s}": v for s, v in {**cin, **cout}.items()}}
 
 
 if __name__ == "__main__":

@@ -62,6 +62,8 @@ def test_text_fairness_quick(data_dir, tmp_path):
 @pytest.mark.long
 def test_vision_fairness_render_has_summary(tmp_path):
     # the recorded raw results re-rendered (no training): the summary table leads the file
+    import json
+
     raw = REPO / "benchmarks" / "results" / "vision_fairness.json"
     if not raw.is_file():
         pytest.skip("no recorded vision results")
@@ -69,19 +71,35 @@ def test_vision_fairness_render_has_summary(tmp_path):
     res = _run(["benchmarks/vision_fairness.py", "--render", str(raw), "--out", str(out)], REPO, 300)
     assert res.returncode == 0, res.stderr[-3000:]
     text = out.read_text()
+    lines = text.splitlines()
+    assert lines[2].startswith("Regenerate: `.venv/bin/python benchmarks/vision_fairness.py")
+    assert lines[3].startswith("Wall time of this run:")
     rows = _summary_first(text)
-    assert len(rows) == 8 and all("**" in r for r in rows)
-    assert "ResNet-18 (Martin)" not in text and "cluster entropy ↓" in text
+    recorded = json.loads(raw.read_text())
+    # two finDML rows per dataset; two cluster-balance rows per dataset and FairSampling variant
+    variants = sum(len(methods) - 1 for methods in recorded["ssl"].values())
+    assert len(rows) == 2 * len(recorded["dml"]) + 2 * variants and all("**" in r for r in rows)
+    assert "Verdict rule" in text[:text.index(HEADER)] and "Model selection" in text[:text.index(HEADER)]
+    assert "ResNet-18 (Martin)" not in text and "cluster entropy ↓" in text and "ResNet-50" in text
 
 
 @pytest.mark.slow
 def test_vision_fairness_quick(data_dir, tmp_path):
+    import json
+
     out = tmp_path / "vision.md"
     res = _run(["benchmarks/vision_fairness.py", "--quick", "--skip", "utkface", "--data-dir", str(data_dir),
                 "--out", str(out)], data_dir, 600)
     assert res.returncode == 0, res.stderr[-3000:]
-    rows = _summary_first(out.read_text())
+    text = out.read_text()
+    rows = _summary_first(text)
     assert rows and all("**untestable**" in r for r in rows)
+    # both negative modes of FairSamplingSimCLR are judged against SimCLR
+    for variant in ("FairSampling (weighted)", "FairSampling (sampled)"):
+        assert sum(f"{variant} lowers" in r and "vs SimCLR" in r for r in rows) == 2
+    assert "train keeps 5 % of green rows" in text
+    raw = json.loads(out.with_suffix(".json").read_text())
+    assert set(raw["ssl"]["digits"]) == {"SimCLR", "FairSampling (weighted)", "FairSampling (sampled)"}
 
 
 @pytest.mark.slow
@@ -93,5 +111,14 @@ def test_embedding_fairness_quick(data_dir, tmp_path):
     if res.returncode != 0 and "not found" in (res.stderr + res.stdout):
         pytest.skip(f"embedding benchmark inputs absent: {(res.stderr + res.stdout)[-300:]}")
     assert res.returncode == 0, res.stderr[-3000:]
-    rows = _summary_first(out.read_text())
-    assert rows and all("**untestable**" in r for r in rows)
+    md = out.read_text()
+    rows = _summary_first(md)
+    # --quick runs 2 seeds: every claim gets a verdict of the shared rule; the held-out-source CCED claim leads
+    assert rows and all(any(f"**{v}**" in r for v in ("untestable", "degenerate", "holds", "does not hold"))
+                        for r in rows)
+    assert "CCD lowers CCED on held-out sources" in rows[0]
+    assert any("CCD keeps utility" in r for r in rows)
+    assert "| **all held-out sources** | held out |" in md
+    assert "variance (paper, literal)" in md
+    assert md.splitlines()[2].startswith(
+        "Regenerate: `.venv/bin/python benchmarks/embedding_fairness.py --quick` (took")
