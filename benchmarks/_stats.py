@@ -4,8 +4,10 @@ A claim "method M lowers the gap (or leakage) of baseline B at little accuracy c
 seed (same seed = same data order and initialisation for both):
 
 * **untestable** — the baseline shows no gap to remove (its gap's 95% t-interval, measured above ``reference``,
-  includes 0) or it is no better than a constant predictor (its accuracy's 95% t-interval does not lie above the
-  majority-class accuracy). With a single seed every interval is unbounded, so nothing is testable.
+  includes 0), it is no better than a constant predictor (its accuracy's 95% t-interval does not lie above the
+  majority-class accuracy), or it is itself (almost) a constant predictor (mean share of its most predicted class
+  ≥ ``degenerate_share``): the small gaps of a near-constant baseline are not a bias level a method could be said
+  to lower or raise. With a single seed every interval is unbounded, so nothing is testable.
 * **degenerate** — the method predicts (almost) a single class (mean share of its most predicted class ≥
   ``degenerate_share``, default 0.95): a "fair" constant predictor says nothing about the claim.
 * **holds** — the paired gap difference (method − baseline) has a 95% t-interval entirely below 0 and the mean
@@ -92,6 +94,7 @@ def judge(
     max_acc_drop: float = 0.02,
     degenerate_share: float = 0.95,
     level: float = 0.95,
+    baseline_majority_share: Sequence[float] | None = None,
 ) -> Verdict:
     """Apply the verdict rule (module docstring) to seed-paired runs.
 
@@ -101,6 +104,7 @@ def judge(
         constant_acc: accuracy of a constant (majority-class) predictor on the same test set.
         method_majority_share: per seed, the share of the method's test predictions that fall in its most
             predicted class (``None``: not checked).
+        baseline_majority_share: the same for the baseline (``None``: not checked).
         reference: value meaning "no gap" (0 for gaps; chance accuracy for leakage).
         max_acc_drop: largest accuracy loss (fraction) for "holds".
         degenerate_share: majority-prediction share at or above which the method is degenerate.
@@ -115,6 +119,10 @@ def judge(
     if not base_acc.lo > constant_acc:
         return Verdict("untestable", base, effect, acc,
                        f"the baseline is not above a constant predictor ({100 * constant_acc:.1f}% accuracy)")
+    if baseline_majority_share is not None and float(np.mean(baseline_majority_share)) >= degenerate_share:
+        return Verdict("untestable", base, effect, acc,
+                       f"the baseline predicts one class for {100 * float(np.mean(baseline_majority_share)):.0f}% "
+                       "of rows")
     if method_majority_share is not None and float(np.mean(method_majority_share)) >= degenerate_share:
         return Verdict("degenerate", base, effect, acc,
                        f"the method predicts one class for {100 * float(np.mean(method_majority_share)):.0f}% of rows")

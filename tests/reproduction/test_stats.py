@@ -69,6 +69,14 @@ def test_untestable_when_no_gap_or_baseline_at_constant_level():
     assert v.verdict == "untestable"
 
 
+def test_untestable_when_the_baseline_is_nearly_constant():
+    """A baseline that gives one class to 98% of rows has small gaps because it hardly discriminates at all."""
+    v = S.judge(BASE_GAP, [0.0] * 4, BASE_ACC, BASE_ACC, constant_acc=0.6, baseline_majority_share=[0.98] * 4)
+    assert v.verdict == "untestable" and "baseline predicts one class for 98%" in v.reason
+    v = S.judge(BASE_GAP, [0.0] * 4, BASE_ACC, BASE_ACC, constant_acc=0.6, baseline_majority_share=[0.6] * 4)
+    assert v.verdict == "holds"
+
+
 def test_degenerate_method():
     v = S.judge(BASE_GAP, [0.0] * 4, BASE_ACC, [0.79] * 4, constant_acc=0.6, method_majority_share=[0.99] * 4)
     assert v.verdict == "degenerate"
