@@ -421,9 +421,10 @@ def main(argv: list[str] | None = None) -> None:
         bios = run_table(bios_factory(bios_dir, args.bios_batch), args.bios_epochs, seeds, log, methods, select)
         tr = bios_factory(bios_dir, args.bios_batch)(False).splits["train"]
         y, a = tr.y.numpy(), tr.a.numpy()
+        alone = partnerless_share(y, a, args.bios_batch)
         counts["Bias in Bios"] = (f"train {len(y)}, 28 professions × 2 genders; train anchors alone in their (y, a) "
-                                  f"cell at batch {args.bios_batch}: {100 * partnerless_share(y, a, args.bios_batch):.1f}%"
-                                  f" (at batch 16: {100 * partnerless_share(y, a, 16):.1f}%)")
+                                  f"cell at batch {args.bios_batch}: {100 * alone:.1f}% "
+                                  f"(at batch 16: {100 * partnerless_share(y, a, 16):.1f}%)")
     # (d)
     pl: dict[str, dict[str, list[dict[str, float]]]] = {}
     embed = None
