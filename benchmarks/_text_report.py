@@ -127,8 +127,8 @@ def write_report(out: Path, *, args, argv, seeds, hate, sweep, sweep_runs, sweep
     png = out.with_name(out.stem + "_tradeoff.png")
     out.parent.mkdir(parents=True, exist_ok=True)
     plot_sweep(sweep, png, f"English hate speech (controlled stereotype), attribute {sweep_attr}")
-    shown = [a for i, a in enumerate(argv) if not (a.startswith(("--out", "--render"))
-                                                     or (i and argv[i - 1] in ("--out", "--render")))]
+    machine = ("--out", "--render", "--data")  # paths of this machine: not part of the regenerating command
+    shown = [a for i, a in enumerate(argv) if not (a.startswith(machine) or (i and argv[i - 1] in machine))]
     cmd = " ".join([".venv/bin/python benchmarks/text_fairness.py", *shown])
     first = max(1, math.ceil(args.epochs * 0.6))
     sel = {"dto": "the epoch with the lowest validation DTO (fairlib's distance to the optimum over accuracy and "

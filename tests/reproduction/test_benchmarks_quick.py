@@ -47,7 +47,9 @@ def test_text_fairness_quick(data_dir, tmp_path):
     md = out.read_text()
     rows = _summary_first(md)
     assert md.splitlines()[2].startswith("Regenerate: `.venv/bin/python benchmarks/text_fairness.py --quick")
-    assert "Measured wall time" in md.splitlines()[2] and "/tmp" not in md.splitlines()[2]
+    command = md.splitlines()[2].split("`")[1]
+    assert "Measured wall time" in md.splitlines()[2]
+    assert "--data" not in command and "--out" not in command and str(tmp_path) not in command
     english = [r for r in rows if "English hate speech" in r]
     polish = [r for r in rows if "Polish hate speech" in r]
     assert any("TwoStageCL lowers the EO gap vs CE (gender)" in r for r in english)
