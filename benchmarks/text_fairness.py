@@ -1,19 +1,25 @@
-"""Fair text classification at CPU scale on real data: the comparisons of Shen et al. (2021) and Chi et al. (2022).
+"""Fair text classification at CPU scale on real data: the claims of Shen et al. (2021) and Chi et al. (2022).
 
-    .venv/bin/python benchmarks/text_fairness.py            # full run (≤ 25 min on a 2-core CPU), writes the results
-    .venv/bin/python benchmarks/text_fairness.py --quick    # smoke run (1 seed, 1 epoch, small subsets)
+    .venv/bin/python benchmarks/text_fairness.py            # full run (5 seeds, ~55 min on a shared 2-core CPU)
+    .venv/bin/python benchmarks/text_fairness.py --quick    # smoke run (1 seed, 3 epochs, small subsets)
+    .venv/bin/python benchmarks/text_fairness.py --render benchmarks/results/text_fairness.json  # no training
 
-Writes ``benchmarks/results/text_fairness.md`` and ``text_fairness_tradeoff.png`` (``--out`` to change).
+Writes ``benchmarks/results/text_fairness.md`` (summary of verdicts first), ``.json`` (every per-seed report) and
+``text_fairness_tradeoff.png`` (``--out`` to change). CE and every method are paired by seed; each is tested at the
+epoch of lowest validation DTO (balanced DTO on Polish), among the epochs of a two-step method's final stage.
 
-(a) Huang et al. English hate speech, attribute gender then age, under the controlled-stereotype protocol
+(a) Huang et al. English hate speech, attributes gender and age, under the controlled-stereotype protocol
     (``HateSpeech(split_protocol="controlled")``: ``English_valid`` and ``English_test`` pooled; train with balanced
     classes and groups where the attribute agrees with the label for 80% of rows; balanced val / test), or with
-    ``--protocol published`` the published split (train on ``English_valid`` minus 10%, test on ``English_test``). Shen's protocol: ``Embed`` is a bi-GRU (``TokenEncoder``) trained
-    once with cross-entropy and then frozen; its 400-d outputs (plus two EDA views of every training tweet, for the
-    two-view methods) are computed once, and every method trains ``Enc`` (2 × 300 tanh MLP) + its heads on them.
-    CE, ConFair (``Con_*``), ``Con_*^ft``, OneStageCL, TwoStageCL, Adv, DiverseAdv, INLP; mean ± std over seeds.
+    ``--protocol published`` the published split. Shen's protocol: ``Embed`` is a bi-GRU (``TokenEncoder``) trained
+    with cross-entropy and then frozen; its outputs (plus two EDA views of every training tweet, for the two-view
+    methods) are computed once, and every method trains ``Enc`` (2 × 300 tanh MLP) + its heads on them.
+    CE, ConFair (``Con_*``), OneStageCL, TwoStageCL, DiverseAdv, per-class INLP (``--methods all`` adds Adv and
+    ``Con_*^ft``).
 (b) λ sweep of TwoStageCL and ConFair on (a) with attribute age, and the accuracy–fairness plot.
-(c) Bias in Bios samples (28 professions × 10 bios) on frozen all-MiniLM-L6-v2 features from the feature cache.
+(c) Bias in Bios samples (28 professions × 10 bios) on frozen all-MiniLM-L6-v2 features: a small-data stress test.
+(d) Polish hate speech (its own train / valid / test files), attributes gender and age, train class-balanced by
+    oversampling, utility = balanced accuracy.
 """
 
 from __future__ import annotations
