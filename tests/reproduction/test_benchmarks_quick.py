@@ -61,7 +61,6 @@ def test_text_fairness_quick(data_dir, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.long
 def test_vision_fairness_render_has_summary(tmp_path):
     # the recorded raw results re-rendered (no training): the summary table leads the file
     import json
@@ -105,7 +104,6 @@ def test_vision_fairness_quick(data_dir, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.long
 def test_embedding_fairness_quick(data_dir, tmp_path):
     out = tmp_path / "embedding.md"
     res = _run(["benchmarks/embedding_fairness.py", "--quick", "--data-dir", str(data_dir), "--out", str(out)],
