@@ -238,18 +238,21 @@ def _prepare(argv: list[str]) -> tuple[list[str], dict[str, Any]]:
                   "optimizer_lr_given": sets_optimizer_lr(argv, configs)}
 
 
-def run_cli(args: list[str], run: bool = True) -> FairCLI:
+def run_cli(args: list[str], run: bool = True, callbacks: list | None = None) -> FairCLI:
     """Run ``faircl <args>`` in this process and return the :class:`FairCLI` (model, datamodule, trainer).
 
-    Errors are raised (:class:`CLIError`, ``DataError``, ...); :func:`main` turns them into an exit status."""
+    ``callbacks`` are added to the trainer without entering the run's ``config.yaml`` (a sweep's pruning and
+    recording callbacks). Errors are raised (:class:`CLIError`, ``DataError``, ...); :func:`main` turns them into an
+    exit status."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     datamodules()  # every datamodule class is imported, so a class name in a config resolves
     argv, options = _prepare(list(args))
     for message in QUIET:
         warnings.filterwarnings("ignore", message=message)
+    defaults = {**TRAINER_DEFAULTS, **({"callbacks": list(callbacks)} if callbacks else {})}
     return FairCLI(FairModule, FairDataModule, subclass_mode_model=True, subclass_mode_data=True, args=argv, run=run,
-                   seed_everything_default=0, trainer_defaults=TRAINER_DEFAULTS, save_config_callback=_SaveConfig,
+                   seed_everything_default=0, trainer_defaults=defaults, save_config_callback=_SaveConfig,
                    save_config_kwargs={"overwrite": True}, auto_configure_optimizers=True, **options)
 
 

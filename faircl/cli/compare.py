@@ -1,0 +1,2 @@
+def compare(argv):
+    raise NotImplementedError

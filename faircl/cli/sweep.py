@@ -1,0 +1,332 @@
+"""``faircl sweep``: a hyper-parameter search with Optuna in which every trial is an ordinary faircl fit and test.
+
+    faircl sweep --config confair/synthbios --search model.lambda_fair=log:0.01:10 \\
+        --search model.temperature=0.05:1 --trials 20 --objectives val/accuracy:max,val/tpr_gap_rms:min --seeds 3
+
+Each trial samples the searched arguments with Optuna's sampler (``--sampler``, default Optuna's: TPE for one
+objective, NSGA-II for several) and runs, for every seed, ``faircl fit`` then ``faircl test --ckpt_path best`` in a
+child process (:mod:`faircl.cli.trial`) whose run folder ``<out>/trials/trial_<n>/seed_<s>/lightning_logs/...`` holds
+exactly what those commands write (config, checkpoints, metrics, report). The objective values are the validation
+metrics of the selected (best) checkpoint, averaged over the seeds; their per-seed values and standard deviation are
+kept as trial attributes and in ``trial.json``. One objective: a single-objective study, pruned by Optuna's Lightning
+pruning callback on that validation metric (first seed; ``--pruner none`` turns it off). Several: a multi-objective
+study whose Pareto front is Optuna's (``study.best_trials``).
+
+Storage: ``<out>/study.db`` (SQLite, nothing to start) or ``--storage <database URL>``. A second ``faircl sweep
+--out DIR --resume`` (on this machine or any sharing the storage and the folder) adds a worker; ``--trials N`` stops a
+worker once the study holds N finished (complete or pruned) trials, so concurrent workers may together finish one
+more trial each. A killed worker stops sending heartbeats: its running trial is marked failed and retried with the
+same arguments by the next worker that starts a trial (after ``2 × --heartbeat`` seconds). Exit status: 0, 2 for bad
+input (reported before any training), 1 when trials keep failing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import numpy as np
+import optuna
+from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+from optuna.study import MaxTrialsCallback
+from optuna.trial import TrialState
+
+from faircl.cli.app import run_cli
+from faircl.cli.runs import CLIError
+from faircl.cli.search import Param, check_paths, override, parse_objectives, parse_search
+from faircl.data.base import FairDataModule
+from faircl.methods.base import FairModule
+
+SAMPLERS = {"tpe": optuna.samplers.TPESampler, "random": optuna.samplers.RandomSampler,
+            "nsga2": optuna.samplers.NSGAIISampler, "qmc": optuna.samplers.QMCSampler,
+            "gp": optuna.samplers.GPSampler}
+PRUNED_EXIT = 3  # a trial child process that was pruned
+#: a worker gives up after this many failed trials in a row (a broken setting, not bad luck)
+MAX_FAILURES_IN_A_ROW = 3
+DEFINITION = ("fit_args", "search", "objectives", "seeds", "sampler", "pruner")
+
+
+class TrialFailed(Exception):
+    """A trial's child process failed (its log is named in the message)."""
+
+
+# ---------------------------------------------------------------------------------------------------- storage
+def open_storage(url: str, heartbeat: int | None = None) -> RDBStorage:
+    """Optuna's RDB storage (SQLite files wait up to a minute for a lock held by another worker).
+
+    With ``heartbeat`` (seconds) a running trial that stops beating for twice as long is failed and retried."""
+    kwargs: dict[str, Any] = {"engine_kwargs": {"connect_args": {"timeout": 60}}} if url.startswith("sqlite") else {}
+    if heartbeat:
+        kwargs.update(heartbeat_interval=heartbeat, grace_period=2 * heartbeat,
+                      heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=3))
+    return RDBStorage(url, **kwargs)
+
+
+def build_pruner(name: str) -> optuna.pruners.BasePruner:
+    """``median`` (Optuna's MedianPruner after 2 trials and 1 epoch) or ``none``."""
+    if name == "median":
+        return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=1)
+    return optuna.pruners.NopPruner()
+
+
+# ---------------------------------------------------------------------------------------------------- arguments
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="faircl sweep", allow_abbrev=False,
+        description="Hyper-parameter search with Optuna; every trial is a faircl fit + test. Arguments not listed "
+                    "here (--config, --model.*, --data.*, --trainer.*) go to each trial's `faircl fit`.")
+    p.add_argument("--search", action="append", default=[], metavar="PATH=RANGE",
+                   help="a searched argument: LOW:HIGH[:STEP] | log:LOW:HIGH | int:[log:]LOW:HIGH | choice:A,B")
+    p.add_argument("--objectives", help="METRIC:max|min[,...] over validation metrics, e.g. val/accuracy:max")
+    p.add_argument("--trials", type=int, help="finished trials the study should hold (default 20)")
+    p.add_argument("--seeds", help="seeds per trial: a count N (seeds 0..N-1) or a list 0,5,7 (default 1)")
+    p.add_argument("--out", help="the sweep folder (default sweeps/<config name>)")
+    p.add_argument("--storage", help="a database URL shared by the workers (default sqlite:///<out>/study.db)")
+    p.add_argument("--study", help="the study's name (default the sweep folder's name)")
+    p.add_argument("--resume", action="store_true", help="continue the sweep in --out, or join it as a worker")
+    p.add_argument("--sampler", choices=sorted(SAMPLERS), help="Optuna sampler (default TPE / NSGA-II)")
+    p.add_argument("--sampler_seed", type=int, help="seed of the sampler")
+    p.add_argument("--pruner", choices=("median", "none"), help="single objective: prune trials (default median)")
+    p.add_argument("--heartbeat", type=int, default=30, help="seconds between a worker's heartbeats (default 30)")
+    return p
+
+
+def _seeds(text: str | None) -> list[int]:
+    if text is None:
+        return [0]
+    try:
+        values = [int(t) for t in text.split(",")]
+    except ValueError:
+        raise CLIError(f"--seeds {text}: expected a count (3) or a list of seeds (0,5,7)") from None
+    seeds = list(range(values[0])) if len(values) == 1 else values
+    if not seeds or values[0] < 0 or len(set(seeds)) != len(seeds):
+        raise CLIError(f"--seeds {text}: expected a count >= 1 or distinct seeds")
+    return seeds
+
+
+def _default_out(fit_args: list[str]) -> Path:
+    for i, a in enumerate(fit_args):
+        value = a.split("=", 1)[1] if a.startswith("--config=") else (
+            fit_args[i + 1] if a == "--config" and i + 1 < len(fit_args) else None)
+        if value:
+            return Path("sweeps") / Path(value).with_suffix("").as_posix().replace("configs/", "").replace("/", "-")
+    return Path("sweeps") / "sweep"
+
+
+def _definition(opts: argparse.Namespace, fit_args: list[str]) -> dict[str, Any]:
+    for bad in ("--ckpt_path", "--seed_everything", "--trainer.default_root_dir"):
+        if any(a == bad or a.startswith(bad + "=") for a in fit_args):
+            raise CLIError(f"{bad} is set by the sweep for every trial (use --seeds for seeds, --out for the folder)")
+    if not opts.search:
+        raise CLIError("faircl sweep needs at least one --search PATH=RANGE (e.g. model.lambda_fair=log:0.01:10)")
+    params = [parse_search(s) for s in opts.search]
+    if len({p.path for p in params}) != len(params):
+        raise CLIError("--search: a path is given twice")
+    objectives = parse_objectives(opts.objectives or "val/accuracy:max")
+    if opts.pruner == "median" and len(objectives) > 1:
+        raise CLIError("--pruner median: Optuna prunes single-objective studies only")
+    return {"fit_args": fit_args, "search": [p.to_dict() for p in params], "objectives": objectives,
+            "seeds": _seeds(opts.seeds), "sampler": opts.sampler,
+            "pruner": opts.pruner or ("median" if len(objectives) == 1 else "none")}
+
+
+def _given(opts: argparse.Namespace, fit_args: list[str]) -> bool:
+    return bool(fit_args or opts.search or opts.objectives or opts.seeds or opts.sampler or opts.pruner)
+
+
+# ---------------------------------------------------------------------------------------------------- checks
+def preflight(definition: dict[str, Any], out: Path) -> None:
+    """Instantiate the method, datamodule and trainer once with every searched argument set, check the searched
+    paths, and run one validation batch on the untrained weights to check that every objective is logged."""
+    params = [Param.from_dict(d) for d in definition["search"]]
+    with tempfile.TemporaryDirectory(prefix="faircl-sweep-probe-") as scratch:
+        probe = [*definition["fit_args"], *[override(p, p.example()) for p in params],
+                 "--trainer.logger=false", "--trainer.enable_checkpointing=false", "--trainer.limit_val_batches=1",
+                 "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
+                 "--trainer.devices=1", "--trainer.num_nodes=1", "--trainer.strategy=auto",
+                 f"--trainer.default_root_dir={scratch}"]
+        cli = run_cli(probe, run=False)
+        check_paths(params, cli.model, cli.datamodule, L.Trainer, FairModule, FairDataModule)
+        cli.trainer.validate(cli.model, datamodule=cli.datamodule, verbose=False)
+    logged = sorted(k for k in cli.trainer.callback_metrics if k.startswith("val/"))
+    for name, _ in definition["objectives"]:
+        if name not in logged:
+            raise CLIError(f"--objectives: {type(cli.model).__name__} on {type(cli.datamodule).__name__} never logs "
+                           f"{name!r}; its validation metrics: {', '.join(logged) or 'none'}")
+
+
+# ---------------------------------------------------------------------------------------------------- trials
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """A trial's process ends when its worker is killed (Linux: PR_SET_PDEATHSIG), so no orphan keeps writing."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+class Worker:
+    """One worker process of a sweep: Optuna's ``study.optimize`` over :meth:`objective`."""
+
+    def __init__(self, study: optuna.Study, definition: dict[str, Any], out: Path, storage_url: str) -> None:
+        self.study, self.definition, self.out, self.storage_url = study, definition, out, storage_url
+        self.params = [Param.from_dict(d) for d in definition["search"]]
+        self.failures = 0
+
+    def objective(self, trial: optuna.Trial) -> float | tuple[float, ...]:
+        values = {p.path: p.suggest(trial) for p in self.params}
+        trial_dir = self.out / "trials" / f"trial_{trial.number:04d}"
+        trial_dir.mkdir(parents=True, exist_ok=True)
+        objectives = self.definition["objectives"]
+        prune = objectives[0][0] if self.definition["pruner"] != "none" and len(objectives) == 1 else None
+        spec = {"fit_args": [*self.definition["fit_args"], *[override(p, values[p.path]) for p in self.params]],
+                "seeds": self.definition["seeds"], "storage": self.storage_url, "study": self.study.study_name,
+                "trial_id": trial._trial_id, "trial": trial.number, "prune": prune,
+                "pruner": self.definition["pruner"]}
+        (trial_dir / "trial_spec.json").write_text(json.dumps(spec, indent=2))
+        frozen = next(t for t in self.study.get_trials(deepcopy=False) if t.number == trial.number)
+        retry_of = frozen.user_attrs.get("retry_of", frozen.system_attrs.get("failed_trial"))
+        print(f"faircl sweep: trial {trial.number} {values}" + (f" (retry of trial {retry_of})" if retry_of is not None
+                                                                  else ""), file=sys.stderr, flush=True)
+        results = []
+        for index, seed in enumerate(spec["seeds"]):
+            log, proc = trial_dir / f"seed_{seed}.log", None
+            try:
+                with log.open("w") as fh:
+                    proc = subprocess.Popen([sys.executable, "-m", "faircl.cli.trial", str(trial_dir), str(index)],
+                                            stdout=fh, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+                    code = proc.wait()
+            except KeyboardInterrupt:
+                if proc is not None:
+                    proc.kill()
+                self.study.enqueue_trial(values, user_attrs={"retry_of": trial.number}, skip_if_exists=False)
+                raise
+            result_file = trial_dir / f"seed_{seed}" / "result.json"
+            if code == PRUNED_EXIT:
+                raise optuna.TrialPruned(f"trial {trial.number} pruned (seed {seed}); log: {log}")
+            if code != 0 or not result_file.is_file():
+                tail = " | ".join(log.read_text().strip().splitlines()[-3:]) if log.is_file() else ""
+                raise TrialFailed(f"trial {trial.number}, seed {seed}: exit status {code}; see {log}: {tail}")
+            results.append(json.loads(result_file.read_text()))
+        return self._finish(trial, values, results, retry_of)
+
+    def _finish(self, trial: optuna.Trial, values: dict[str, Any], results: list[dict[str, Any]],
+                retry_of: int | None) -> float | tuple[float, ...]:
+        names = [n for n, _ in self.definition["objectives"]]
+        per_seed = {n: [float(r["val"].get(n, float("nan"))) for r in results] for n in names}
+        mean = {n: float(np.mean(v)) for n, v in per_seed.items()}
+        std = {n: float(np.std(v, ddof=1)) if len(v) > 1 else 0.0 for n, v in per_seed.items()}
+        summary = {"trial": trial.number, "params": values, "seeds": [r["seed"] for r in results],
+                   "objectives": self.definition["objectives"], "mean": mean, "std": std, "per_seed": per_seed,
+                   "runs": results, "retry_of": retry_of, "state": "complete"}
+        trial_dir = self.out / "trials" / f"trial_{trial.number:04d}"
+        tmp = trial_dir / "trial.json.tmp"
+        tmp.write_text(json.dumps(summary, indent=2))
+        tmp.replace(trial_dir / "trial.json")
+        for key in ("mean", "std", "per_seed"):
+            trial.set_user_attr(key, summary[key])
+        trial.set_user_attr("dir", str(trial_dir))
+        self.failures = 0
+        out = tuple(mean[n] for n in names)
+        return out[0] if len(out) == 1 else out
+
+    def after_trial(self, study: optuna.Study, frozen: optuna.trial.FrozenTrial) -> None:
+        if frozen.state == TrialState.FAIL:
+            self.failures += 1
+            if self.failures >= MAX_FAILURES_IN_A_ROW:
+                study.stop()
+
+
+def _summary(study: optuna.Study, definition: dict[str, Any], out: Path) -> None:
+    trials = study.get_trials(deepcopy=False)
+    counts = {s.name.lower(): sum(t.state == s for t in trials) for s in TrialState}
+    print(f"faircl sweep: study {study.study_name!r}: " + ", ".join(f"{n} {c}" for n, c in counts.items() if c),
+          file=sys.stderr)
+    names = [n for n, _ in definition["objectives"]]
+    done = [t for t in trials if t.state == TrialState.COMPLETE]
+    if not done:
+        return
+    best = study.best_trials if len(names) > 1 else [study.best_trial]
+    label = "Pareto front (Optuna)" if len(names) > 1 else "best trial"
+    for t in best:
+        mean, std = t.user_attrs.get("mean", {}), t.user_attrs.get("std", {})
+        scores = ", ".join(f"{n} {mean.get(n, float('nan')):.4f} ± {std.get(n, 0.0):.4f}" for n in names)
+        print(f"{label}: trial {t.number} {t.params}: {scores}")
+    study.trials_dataframe().to_csv(out / "trials.csv", index=False)
+    print(f"trials written to {out / 'trials.csv'}; compare them with `faircl compare {out} --out <DIR>`")
+
+
+# ---------------------------------------------------------------------------------------------------- entry point
+def sweep(argv: list[str]) -> int:
+    """``faircl sweep ...``; returns the exit status."""
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    warnings.filterwarnings("ignore", message=r".*args parameter is intended to run from within Python.*")
+    opts, fit_args = _parser().parse_known_args(argv)
+    if opts.trials is not None and opts.trials < 1:
+        raise CLIError(f"--trials must be >= 1, got {opts.trials}")
+    if opts.heartbeat < 1:
+        raise CLIError(f"--heartbeat must be >= 1 second, got {opts.heartbeat}")
+    out = Path(opts.out) if opts.out else _default_out(fit_args)
+    saved_file = out / "sweep.json"
+    saved = json.loads(saved_file.read_text()) if saved_file.is_file() else None
+    if saved is not None and not opts.resume:
+        raise CLIError(f"{str(out)!r} already holds a sweep; pass --resume to continue it or to add a worker, or "
+                       "choose another --out")
+    storage_url = opts.storage or (saved or {}).get("storage") or f"sqlite:///{(out / 'study.db').resolve()}"
+    study_name = opts.study or (saved or {}).get("study") or out.resolve().name
+    trials = opts.trials or (saved or {}).get("trials") or 20
+    if saved is None and opts.resume and not _given(opts, fit_args) and opts.storage:
+        try:  # a worker on another machine: the definition is stored with the study
+            saved = optuna.load_study(study_name=study_name, storage=storage_url).user_attrs.get("faircl_sweep")
+        except KeyError:
+            saved = None
+    if saved is not None and not _given(opts, fit_args):
+        definition = {k: saved[k] for k in DEFINITION}
+    else:
+        definition = _definition(opts, fit_args)
+        definition["objectives"] = [list(o) for o in definition["objectives"]]
+        if saved is not None and any(definition[k] != saved[k] for k in DEFINITION):
+            differ = [k for k in DEFINITION if definition[k] != saved[k]]
+            raise CLIError(f"--resume: the given {', '.join(differ)} differ from the sweep in {str(out)!r}; resume "
+                           "with `faircl sweep --out DIR --resume` alone (its stored definition) or use another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    preflight(definition, out)
+    record = {**definition, "storage": storage_url, "study": study_name, "trials": trials}
+    tmp = out / f"sweep.json.{os.getpid()}"
+    tmp.write_text(json.dumps(record, indent=2))
+    tmp.replace(saved_file)
+    directions = [d for _, d in definition["objectives"]]
+    sampler = SAMPLERS[definition["sampler"]](seed=opts.sampler_seed) if definition["sampler"] else None
+    study = optuna.create_study(study_name=study_name, storage=open_storage(storage_url, opts.heartbeat),
+                                sampler=sampler, pruner=build_pruner(definition["pruner"]), directions=directions,
+                                load_if_exists=True)
+    study.set_user_attr("faircl_sweep", record)
+    worker = Worker(study, definition, out, storage_url)
+    finished = (TrialState.COMPLETE, TrialState.PRUNED)
+    start = time.perf_counter()
+    if len(study.get_trials(deepcopy=False, states=finished)) < trials:
+        signal.signal(signal.SIGTERM, signal.default_int_handler)  # a terminated worker re-queues its trial
+        try:
+            study.optimize(worker.objective, catch=(TrialFailed,), gc_after_trial=True,
+                           callbacks=[MaxTrialsCallback(trials, states=finished), worker.after_trial])
+        except KeyboardInterrupt:
+            print(f"faircl sweep: interrupted; the running trial is queued again. Continue with `faircl sweep --out "
+                  f"{out} --resume`", file=sys.stderr)
+            return 130
+    print(f"faircl sweep: this worker ran for {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    _summary(study, definition, out)
+    if worker.failures >= MAX_FAILURES_IN_A_ROW:
+        print(f"faircl sweep: error: {worker.failures} trials failed in a row; see the seed_*.log files under "
+              f"{out / 'trials'}", file=sys.stderr)
+        return 1
+    return 0
