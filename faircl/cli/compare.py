@@ -1,2 +1,323 @@
-def compare(argv):
-    raise NotImplementedError
+"""``faircl compare RUN_OR_SWEEP_DIR... --out DIR``: one table of many runs, model selection, the Pareto front and
+seed-paired differences against a baseline.
+
+Every ``report.json`` under the given folders is a run (a ``faircl test`` run folder, or a trial of ``faircl sweep``:
+only trials that finished count). Its ``config.yaml`` gives the setting and the seed, the report's ``meta`` the
+checkpoint, and the validation metrics of that checkpoint come from the sweep's ``result.json`` or the fit run's
+``metrics.csv``. Runs with the same configuration but for the seed form one setting. Written into ``--out``:
+
+- ``runs.md`` / ``runs.csv``: every run — setting, seed, the varied configuration values, accuracy, balanced
+  accuracy, every gap, leakage, DTO and balanced DTO (test), validation DTO, the checkpoint;
+- ``settings.md`` / ``settings.csv``: each setting's mean ± standard deviation over seeds, whether it is on the
+  Pareto front, and the selections;
+- ``selection.md``: the setting selected by DTO, by balanced DTO and under the ``--select`` constraints
+  (``--select "accuracy>=0.80" --minimise tpr_gap_rms``), chosen on the validation numbers of the checkpoints
+  (``--split test`` to choose on test) and reported with their test numbers;
+- ``front.png``: test accuracy against ``--gap`` (default ``tpr_gap_rms``), seed spread as error bars, the front
+  joined and the selected settings marked;
+- ``baseline.md`` (``--baseline DIR`` or ``--baseline KEY=VALUE[,KEY=VALUE]``): each setting's paired-seed
+  differences with 95% intervals and the verdicts of :mod:`faircl.eval.compare`;
+- ``compare.json``: all of it, machine-readable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from faircl.cli.runs import CLIError
+from faircl.eval.compare import VERDICT_HEADER, verdict_row
+from faircl.eval.report import read_report
+from faircl.eval.tradeoff import (Run, Setting, compare_to_baseline, front_mask, group_runs, metric_columns,
+                                  parse_constraint, plot_front, select)
+
+#: configuration keys that never distinguish settings (paths, logging, the seed)
+IGNORE = ("seed_everything", "ckpt_path", "trainer.default_root_dir", "trainer.logger", "trainer.callbacks",
+          "trainer.enable_progress_bar", "trainer.enable_model_summary", "trainer.enable_checkpointing",
+          "trainer.devices", "trainer.num_nodes", "trainer.strategy", "trainer.accelerator", "config")
+
+
+# ---------------------------------------------------------------------------------------------------- reading runs
+def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if isinstance(node, dict):
+        if "class_path" in node and prefix:
+            out[prefix.rstrip(".")] = str(node["class_path"]).rsplit(".", 1)[-1]
+            for k, v in (node.get("init_args") or {}).items():
+                out.update(_flatten(v, f"{prefix}{k}."))
+            return out
+        for k, v in node.items():
+            out.update(_flatten(v, f"{prefix}{k}."))
+        return out
+    out[prefix.rstrip(".")] = node
+    return out
+
+
+def _val_from_metrics_csv(ckpt: Path) -> dict[str, float]:
+    """Validation metrics logged in the epoch of ``ckpt`` (``epoch=E`` in its name) by its fit run."""
+    m = re.search(r"epoch=(\d+)", ckpt.name)
+    table = ckpt.parent.parent / "metrics.csv"
+    if not m or not table.is_file():
+        return {}
+    found: dict[str, float] = {}
+    with table.open() as fh:
+        for row in csv.DictReader(fh):
+            if row.get("epoch") == m.group(1):
+                for k, v in row.items():
+                    if k.startswith("val/") and v not in ("", None):
+                        found[k[4:]] = float(v)
+    return found
+
+
+def _resolve_ckpt(text: str, run_dir: Path) -> Path | None:
+    """The checkpoint file named in a report, found from the current directory or beside the run folder."""
+    path = Path(text)
+    if path.is_file():
+        return path
+    parts = path.parts
+    if "lightning_logs" in parts:
+        tail = Path(*parts[parts.index("lightning_logs"):])
+        for base in (run_dir.parent.parent, *run_dir.parents):
+            if (base / tail).is_file():
+                return base / tail
+    return None
+
+
+def read_run(report: Path) -> Run | None:
+    """A :class:`Run` from a ``report.json`` (``None`` for a trial that did not finish)."""
+    run_dir = report.parent
+    trial = None
+    for parent in run_dir.parents:
+        if re.fullmatch(r"trial_\d+", parent.name) and (parent / "trial_spec.json").is_file():
+            if not (parent / "trial.json").is_file():
+                return None  # an interrupted or pruned trial
+            trial = json.loads((parent / "trial.json").read_text())["trial"]
+            break
+    data = json.loads(report.read_text())
+    cfg_file = run_dir / "config.yaml"
+    raw = yaml.safe_load(cfg_file.read_text()) if cfg_file.is_file() else {}
+    config = {k: v for k, v in _flatten(raw or {}).items()}
+    seed = config.get("seed_everything")
+    ckpt_text = str((data.get("meta") or {}).get("checkpoint", ""))
+    ckpt = _resolve_ckpt(ckpt_text, run_dir) if ckpt_text else None
+    val: dict[str, float] = {}
+    result = run_dir.parent.parent / "result.json"
+    if trial is not None and result.is_file():
+        val = {k[4:]: float(v) for k, v in json.loads(result.read_text()).get("val", {}).items()}
+    elif ckpt is not None:
+        val = _val_from_metrics_csv(ckpt)
+    return Run(str(run_dir), None if seed is None else int(seed), config, read_report(report), val,
+               str(ckpt) if ckpt is not None else ckpt_text, trial)
+
+
+def collect(folders: list[str]) -> tuple[list[Run], list[str]]:
+    """Every finished run under ``folders`` (newest report per setting and seed); returns the runs and notes."""
+    runs, notes, skipped = [], [], 0
+    for folder in folders:
+        root = Path(folder)
+        if not root.exists():
+            raise CLIError(f"compare: no such folder {folder!r}")
+        reports = [root] if root.is_file() else sorted(root.rglob("report.json"))
+        found = 0
+        for rep in reports:
+            run = read_run(rep)
+            if run is None:
+                skipped += 1
+                continue
+            runs.append(run)
+            found += 1
+        if not found:
+            raise CLIError(f"compare: {folder!r} holds no finished run (no report.json of a `faircl test` run or of a "
+                           "finished sweep trial)")
+    if skipped:
+        notes.append(f"{skipped} report(s) of unfinished sweep trials left out")
+    newest: dict[tuple, Run] = {}
+    for run in runs:
+        key = (tuple(sorted((k, repr(v)) for k, v in run.config.items() if k not in IGNORE)), run.seed)
+        if key in newest:
+            notes.append(f"{newest[key].path} and {run.path} repeat a setting and seed: the newer is kept")
+            if Path(run.path).stat().st_mtime < Path(newest[key].path).stat().st_mtime:
+                continue
+        newest[key] = run
+    return list(newest.values()), notes
+
+
+# ---------------------------------------------------------------------------------------------------- formatting
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return "n/a" if math.isnan(v) else f"{v:.4f}"
+    return "—" if v is None else str(v)
+
+
+def _md(header: list[str], rows: list[list[Any]]) -> str:
+    cells = [[_fmt(c).replace("|", "\\|") for c in row] for row in rows]
+    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+                      *["| " + " | ".join(r) + " |" for r in cells]]) + "\n"
+
+
+def _csv(path: Path, header: list[str], rows: list[list[Any]]) -> None:
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows([["" if isinstance(c, float) and math.isnan(c) else c for c in r] for r in rows])
+
+
+def _short(key: str) -> str:
+    return key.replace("model.", "").replace("data.", "data:").replace("trainer.", "trainer:")
+
+
+# ---------------------------------------------------------------------------------------------------- command
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="faircl compare", allow_abbrev=False,
+                                description="Compare runs and sweeps: table, selection, Pareto front, baseline.")
+    p.add_argument("folders", nargs="+", help="run folders, sweep folders or folders holding them")
+    p.add_argument("--out", required=True, help="folder for the tables and the plot")
+    p.add_argument("--gap", default="tpr_gap_rms", help="the gap of the Pareto front and the claims (tpr_gap_rms)")
+    p.add_argument("--select", action="append", default=[], metavar="METRIC>=VALUE",
+                   help="a constraint of the constrained selection (repeatable)")
+    p.add_argument("--minimise", "--minimize", dest="minimise",
+                   help="the metric the constrained selection minimises (default: --gap)")
+    p.add_argument("--maximise", "--maximize", dest="maximise", help="... or maximises")
+    p.add_argument("--split", choices=("val", "test"), help="numbers the selections use (default val when every "
+                   "run has them)")
+    p.add_argument("--baseline", help="a run / sweep folder, or KEY=VALUE[,KEY=VALUE] naming one compared setting")
+    p.add_argument("--margin", type=float, default=0.02, help="utility non-inferiority margin of the verdicts")
+    p.add_argument("--overwrite", action="store_true", help="replace the outputs of an earlier compare in --out")
+    return p
+
+
+def _find_baseline(spec: str, settings: list[Setting], runs_of_baseline: list[Run] | None) -> Setting:
+    if runs_of_baseline is not None:
+        names = {r.setting for r in runs_of_baseline}
+        if len(names) != 1:
+            raise CLIError(f"--baseline {spec}: its runs form {len(names)} settings; name one folder of one setting")
+        return next(s for s in settings if s.name in names)
+    wanted = {}
+    for item in spec.split(","):
+        k, eq, v = item.partition("=")
+        if not eq:
+            raise CLIError(f"--baseline {spec}: expected a folder or KEY=VALUE[,KEY=VALUE]")
+        wanted[k.strip().removeprefix("--")] = yaml.safe_load(v)
+    match = [s for s in settings if all(k in s.runs[0].config and (s.runs[0].config[k] == v or
+                                                                  str(s.runs[0].config[k]) == str(v))
+                                        for k, v in wanted.items())]
+    if len(match) != 1:
+        raise CLIError(f"--baseline {spec}: matches {len(match)} settings, expected exactly one")
+    return match[0]
+
+
+def compare(argv: list[str]) -> int:
+    """``faircl compare ...``; returns the exit status."""
+    opts = _parser().parse_args(argv)
+    constraints = [parse_constraint(c) for c in opts.select]
+    if opts.minimise and opts.maximise:
+        raise CLIError("--minimise and --maximise exclude each other")
+    out = Path(opts.out)
+    if out.exists() and (out / "compare.json").exists() and not opts.overwrite:
+        raise CLIError(f"{str(out)!r} already holds the outputs of a compare; pass --overwrite or another --out")
+    folders = list(opts.folders)
+    baseline_dir = opts.baseline if opts.baseline and Path(opts.baseline).exists() else None
+    runs, notes = collect(folders + ([baseline_dir] if baseline_dir and baseline_dir not in folders else []))
+    baseline_runs = None
+    if baseline_dir:
+        base = Path(baseline_dir).resolve()
+        baseline_runs = [r for r in runs if base == Path(r.path).resolve() or base in Path(r.path).resolve().parents]
+    settings, varied = group_runs(runs, IGNORE)
+    columns = metric_columns(runs)
+    known = set(columns) | {k for r in runs for k in r.test}
+    for name in [opts.gap, opts.minimise, opts.maximise, *[c[0] for c in constraints]]:
+        if name and name not in known:
+            raise CLIError(f"compare: no run reports {name!r}; reported: {', '.join(columns)}")
+    split = opts.split or ("val" if all(r.val for r in runs) else "test")
+    target = opts.maximise or opts.minimise or opts.gap
+    selected = {"DTO": select(settings, split, "dto"), "balanced DTO": select(settings, split, "balanced_dto")}
+    label = " and ".join(f"{m}{op}{v:g}" for m, op, v in constraints) or "no constraint"
+    selected[f"{'max' if opts.maximise else 'min'} {target} s.t. {label}"] = select(
+        settings, split, target, constraints, maximise=bool(opts.maximise))
+    mask = front_mask(settings, opts.gap)
+    baseline = _find_baseline(opts.baseline, settings, baseline_runs) if opts.baseline else None
+    out.mkdir(parents=True, exist_ok=True)
+
+    # every run
+    head = ["setting", "trial", "seed", *[_short(k) for k in varied], *columns, "val dto", "checkpoint", "run"]
+    rows = [[r.setting, r.trial, r.seed, *[r.config.get(k) for k in varied], *[r.test.get(c, math.nan)
+            for c in columns], r.val.get("dto", math.nan), r.checkpoint, r.path]
+            for s in settings for r in s.runs]
+    _csv(out / "runs.csv", head, rows)
+    (out / "runs.md").write_text(f"# Runs ({len(rows)})\n\nTest numbers of each run's checkpoint; `val dto` is the "
+                                 f"validation DTO of the same checkpoint.\n\n" + _md(head, rows))
+    # settings
+    marks = {s.name: [k for k, v in selected.items() if v is s] for s in settings}
+    shead = ["setting", "seeds", *[_short(k) for k in varied], *[f"{c} (mean ± sd)" for c in columns],
+             f"{split} dto", "on front", "selected by"]
+    srows, scsv = [], []
+    for s, on in zip(settings, mask):
+        stats = [s.stat("test", c) for c in columns]
+        srows.append([s.name, len(s.runs), *[s.values.get(k) for k in varied],
+                      *[f"{m:.4f} ± {d:.4f}" if not math.isnan(m) else "n/a" for m, d in stats],
+                      s.stat(split, "dto")[0], "yes" if on else "", ", ".join(marks[s.name])])
+        scsv.append([s.name, len(s.runs), *[s.values.get(k) for k in varied], *[x for st in stats for x in st],
+                     s.stat(split, "dto")[0], bool(on), "; ".join(marks[s.name])])
+    (out / "settings.md").write_text(f"# Settings ({len(settings)})\n\nMean ± standard deviation over seeds (test). "
+                                     f"Pareto front: test accuracy ↑ against test {opts.gap} ↓.\n\n" + _md(shead, srows))
+    _csv(out / "settings.csv", ["setting", "seeds", *varied, *[f"{c}_{x}" for c in columns for x in ("mean", "sd")],
+                                f"{split}_dto", "on_front", "selected_by"], scsv)
+    # selection
+    sel_lines = [f"# Model selection\n\nChosen on the **{split}** numbers of each setting (mean over seeds); test "
+                 "numbers reported.\n", "| rule | setting | " + " | ".join(_short(k) for k in varied)
+                 + " | test accuracy | test balanced accuracy | test " + opts.gap + " |",
+                 "|---|---|" + "---|" * (len(varied) + 3)]
+    for rule, s in selected.items():
+        if s is None:
+            sel_lines.append(f"| {rule} | none satisfies the constraint |" + " |" * (len(varied) + 3))
+            continue
+        acc, bal, g = (s.stat("test", m) for m in ("accuracy", "balanced_accuracy", opts.gap))
+        sel_lines.append(f"| {rule} | {s.name} | " + " | ".join(_fmt(s.values.get(k)) for k in varied)
+                         + f" | {acc[0]:.4f} ± {acc[1]:.4f} | {bal[0]:.4f} ± {bal[1]:.4f} | {g[0]:.4f} ± {g[1]:.4f} |")
+    (out / "selection.md").write_text("\n".join(sel_lines) + "\n")
+    # baseline
+    result = None
+    if baseline is not None:
+        result = compare_to_baseline(baseline, settings, columns, opts.gap, margin=opts.margin)
+        lines = [f"# Against the baseline {baseline.name}\n",
+                 "Paired by seed (method − baseline, test; 95% Student-t interval over the shared seeds), in "
+                 "points.\n", "| setting | seeds | " + " | ".join(columns) + " |", "|---|---|" + "---|" * len(columns)]
+        for name, diffs in result.differences.items():
+            lines.append(f"| {name} | {len(result.seeds[name])} | "
+                         + " | ".join(diffs[c].fmt() if c in diffs else "n/a" for c in columns) + " |")
+        lines += ["", "## Verdicts\n", *VERDICT_HEADER, *[verdict_row(v) for v in result.verdicts]]
+        (out / "baseline.md").write_text("\n".join(lines) + "\n")
+    title = f"accuracy vs {opts.gap}: {len(settings)} settings, {len(runs)} runs (mean ± sd over seeds)"
+    plot_front(settings, opts.gap, out / "front.png", {n: ", ".join(k) for n, k in marks.items() if k},
+               baseline.name if baseline is not None else None, title=title)
+    payload = {
+        "split": split, "gap": opts.gap, "varied": varied, "notes": notes,
+        "runs": [{"setting": r.setting, "trial": r.trial, "seed": r.seed, "path": r.path, "checkpoint": r.checkpoint,
+                  "settings": {k: r.config.get(k) for k in varied}, "test": r.test, "val": r.val} for r in runs],
+        "settings": [{"name": s.name, "values": s.values, "seeds": [r.seed for r in s.runs], "on_front": bool(on),
+                      "mean": {c: s.stat("test", c)[0] for c in columns},
+                      "sd": {c: s.stat("test", c)[1] for c in columns}} for s, on in zip(settings, mask)],
+        "front": [s.name for s, on in zip(settings, mask) if on],
+        "selected": {k: (s.name if s is not None else None) for k, s in selected.items()},
+        "baseline": None if result is None else {
+            "setting": baseline.name,
+            "verdicts": [{"claim": v.name, "verdict": v.verdict, "reason": v.reason} for v in result.verdicts],
+            "differences": {n: {c: {"mean": e.mean, "lo": e.lo, "hi": e.hi, "p": e.p_value} for c, e in d.items()}
+                            for n, d in result.differences.items()}},
+    }
+    (out / "compare.json").write_text(json.dumps(payload, indent=2, default=str, allow_nan=True))
+    for note in notes:
+        print(f"faircl compare: note: {note}")
+    print(f"faircl compare: {len(runs)} runs in {len(settings)} settings; front: {', '.join(payload['front'])}")
+    for k, v in payload["selected"].items():
+        print(f"selected by {k}: {v or 'none'}")
+    print(f"written to {out}: runs.md/csv, settings.md/csv, selection.md, front.png"
+          + (", baseline.md" if result else "") + ", compare.json")
+    return 0
