@@ -37,6 +37,7 @@ from faircl.cli.runs import (UNTRAINED, CLIError, FairCheckpoint, checkpoint_epo
 from faircl.data.base import FairDataModule
 from faircl.data.io import DataError
 from faircl.eval.report import print_report, write_report
+from faircl.eval.report_plot import plot_report
 from faircl.methods import METHODS
 from faircl.methods.base import FairModule
 from faircl.methods.selection import monitor_spec
@@ -163,8 +164,9 @@ class FairCLI(LightningCLI):
         meta = {"method": type(self.model).__name__, "data": type(self.datamodule).__name__,
                 "checkpoint": self.ckpt_used or "none (untrained weights)"}
         path = write_report(report, log_dir, meta=meta)
+        plot_report(report, log_dir / "report.png", title=f"{meta['method']} on {meta['data']} — test")
         print_report(report, title=f"{meta['method']} on {meta['data']} — test")
-        print(f"report written to {path} and {path.with_suffix('.md')}")
+        print(f"report written to {path}, {path.with_suffix('.md')} and {path.with_name('report.png')}")
 
     def after_predict(self) -> None:
         if self.prediction_writer is not None and self.prediction_writer.written and self.trainer.is_global_zero:

@@ -43,6 +43,18 @@ def test_compute_matches_functional_and_oracles(make_data, num_classes, num_grou
     assert out["balanced_accuracy"].item() == pytest.approx(balanced_accuracy_score(t, p), abs=1e-12)
     assert out["n_unknown_group"].item() == int((g == -1).sum())
     assert out["group_accuracy"].shape == (num_groups,)
+    # per-group TPR / FPR: a literal loop (binary: the positive class; otherwise the mean of one-vs-rest rates)
+    classes = [1] if num_classes == 2 else range(num_classes)
+    for a in range(num_groups):
+        tprs, fprs = [], []
+        for c in classes:
+            pos, neg = (t == c) & (g == a), (t != c) & (g == a)
+            if pos.any():
+                tprs.append(float((p[pos] == c).double().mean()))
+            if neg.any():
+                fprs.append(float((p[neg] == c).double().mean()))
+        assert out["group_tpr"][a].item() == pytest.approx(sum(tprs) / len(tprs), abs=1e-12)
+        assert out["group_fpr"][a].item() == pytest.approx(sum(fprs) / len(fprs), abs=1e-12)
     if num_classes == 2:
         known = g >= 0
         kw = dict(y_true=t[known].numpy(), y_pred=p[known].numpy(), sensitive_features=g[known].numpy())
@@ -171,8 +183,9 @@ def test_property_group_relabelling(data, rnd):
     g2 = torch.where(g >= 0, relabel[g.clamp_min(0)], g)
     a, b = _run(c, k, p, t, g), _run(c, k, p, t, g2)
     # per-group entries move with the labels; every other entry is unchanged
-    torch.testing.assert_close(b["group_accuracy"][relabel], a["group_accuracy"], equal_nan=True)
-    a.pop("group_accuracy"), b.pop("group_accuracy")
+    for key in ("group_accuracy", "group_tpr", "group_fpr"):
+        torch.testing.assert_close(b[key][relabel], a[key], equal_nan=True)
+        a.pop(key), b.pop(key)
     _assert_same(a, b, rtol=1e-12)
 
 

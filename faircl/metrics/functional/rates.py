@@ -53,6 +53,10 @@ def _defined(values) -> list[float]:
     return [v for v in values if v == v]
 
 
+def _mean_or_nan(values: list[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
 def _rates(m: Matrix, smoothing: float = 0.0) -> list[tuple[float, float, float]]:
     """One-vs-rest ``(TPR, FPR, PPR)`` of every class y from C x C counts ``m``."""
     n = sum(map(sum, m))
@@ -178,7 +182,9 @@ def fairness_summary(counts: Tensor, smoothing: float = 0.0) -> dict[str, Tensor
     as returned by :func:`confusion_counts`), in one pass over the counts.
 
     ``smoothing`` applies to the ``*_gap_rms`` entries only (fairlib's GAP; see the module docstring). Returns float64
-    scalars (``group_accuracy``: ``[G]``; ``n_unknown_group``: int64) on the device of ``counts``.
+    scalars (``group_accuracy``, ``group_tpr``, ``group_fpr``: ``[G]``; ``n_unknown_group``: int64) on the device of
+    ``counts``. ``group_tpr`` / ``group_fpr`` are the positive class's rates for a binary task and the mean of the
+    one-vs-rest rates over the classes (those defined) otherwise; NaN where undefined.
     """
     cm_all = _counts(counts)
     cm, unknown = cm_all[:-1], cm_all[-1]
@@ -201,9 +207,14 @@ def fairness_summary(counts: Tensor, smoothing: float = 0.0) -> dict[str, Tensor
     }
     if len(everything) == 2:
         out["equalized_odds_difference"] = _max(rng[0] + rng[1])
-    values = _out([*out.values(), *acc_g], counts)            # one tensor: scalars, then the per-group accuracies
+    per_class = [(g[1],) if len(everything) == 2 else g for g in per_group]
+    tpr_g = [_mean_or_nan(_defined(c[0] for c in g)) for g in per_class]
+    fpr_g = [_mean_or_nan(_defined(c[1] for c in g)) for g in per_class]
+    values = _out([*out.values(), *acc_g, *tpr_g, *fpr_g], counts)  # one tensor: scalars, then per-group values
     res = dict(zip(out, values[:len(out)].unbind()))
-    res["group_accuracy"] = values[len(out):]
+    n, g = len(out), len(acc_g)
+    res["group_accuracy"], res["group_tpr"] = values[n:n + g], values[n + g:n + 2 * g]
+    res["group_fpr"] = values[n + 2 * g:]
     res["n_unknown_group"] = torch.tensor(sum(map(sum, unknown)), device=counts.device)
     return res
 
