@@ -13,10 +13,11 @@ pruning callback on that validation metric (first seed; ``--pruner none`` turns 
 study whose Pareto front is Optuna's (``study.best_trials``).
 
 Storage: ``<out>/study.db`` (SQLite, nothing to start) or ``--storage <database URL>``. A second ``faircl sweep
---out DIR --resume`` (on this machine or any sharing the storage and the folder) adds a worker; ``--trials N`` stops a
-worker once the study holds N finished (complete or pruned) trials, so concurrent workers may together finish one
-more trial each. A killed worker stops sending heartbeats: its running trial is marked failed and retried with the
-same arguments by the next worker that starts a trial (after ``2 × --heartbeat`` seconds). Exit status: 0, 2 for bad
+--out DIR --resume`` (on this machine or any sharing the storage and the folder) adds a worker; ``--trials N`` is the
+study's budget: a worker starts a trial only while the finished (complete or pruned) and running trials number fewer
+than N (two workers asking at the very same moment may overshoot it by one). A killed worker stops sending
+heartbeats: after ``2 × --heartbeat`` seconds its running trial is marked failed and queued again with the same
+arguments, and the next worker runs it first (a resumed worker waits for that if the budget is otherwise spent). Exit status: 0, 2 for bad
 input (reported before any training), 1 when trials keep failing.
 """
 
@@ -39,7 +40,6 @@ import lightning as L
 import numpy as np
 import optuna
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
-from optuna.study import MaxTrialsCallback
 from optuna.trial import TrialState
 
 from faircl.cli.app import run_cli
@@ -89,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--search", action="append", default=[], metavar="PATH=RANGE",
                    help="a searched argument: LOW:HIGH[:STEP] | log:LOW:HIGH | int:[log:]LOW:HIGH | choice:A,B")
     p.add_argument("--objectives", help="METRIC:max|min[,...] over validation metrics, e.g. val/accuracy:max")
-    p.add_argument("--trials", type=int, help="finished trials the study should hold (default 20)")
+    p.add_argument("--trials", type=int, help="the study's budget of trials, finished or running (default 20)")
     p.add_argument("--seeds", help="seeds per trial: a count N (seeds 0..N-1) or a list 0,5,7 (default 1)")
     p.add_argument("--out", help="the sweep folder (default sweeps/<config name>)")
     p.add_argument("--storage", help="a database URL shared by the workers (default sqlite:///<out>/study.db)")
@@ -151,13 +151,14 @@ def preflight(definition: dict[str, Any], out: Path) -> None:
     paths, and run one validation batch on the untrained weights to check that every objective is logged."""
     params = [Param.from_dict(d) for d in definition["search"]]
     with tempfile.TemporaryDirectory(prefix="faircl-sweep-probe-") as scratch:
-        probe = [*definition["fit_args"], *[override(p, p.example()) for p in params],
-                 "--trainer.logger=false", "--trainer.enable_checkpointing=false", "--trainer.limit_val_batches=1",
+        quiet = ["--trainer.logger=false", "--trainer.enable_checkpointing=false", "--trainer.limit_val_batches=1",
                  "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
                  "--trainer.devices=1", "--trainer.num_nodes=1", "--trainer.strategy=auto",
                  f"--trainer.default_root_dir={scratch}"]
-        cli = run_cli(probe, run=False)
+        cli = run_cli([*definition["fit_args"], *quiet], run=False)  # the configuration as given
         check_paths(params, cli.model, cli.datamodule, L.Trainer, FairModule, FairDataModule)
+        # every searched argument set to a value of its range: the parser checks its type
+        cli = run_cli([*definition["fit_args"], *[override(p, p.example()) for p in params], *quiet], run=False)
         cli.trainer.validate(cli.model, datamodule=cli.datamodule, verbose=False)
     logged = sorted(k for k in cli.trainer.callback_metrics if k.startswith("val/"))
     for name, _ in definition["objectives"]:
@@ -178,10 +179,11 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
 class Worker:
     """One worker process of a sweep: Optuna's ``study.optimize`` over :meth:`objective`."""
 
-    def __init__(self, study: optuna.Study, definition: dict[str, Any], out: Path, storage_url: str) -> None:
+    def __init__(self, study: optuna.Study, definition: dict[str, Any], out: Path, storage_url: str,
+                 trials: int) -> None:
         self.study, self.definition, self.out, self.storage_url = study, definition, out, storage_url
         self.params = [Param.from_dict(d) for d in definition["search"]]
-        self.failures = 0
+        self.failures, self.trials = 0, trials
 
     def objective(self, trial: optuna.Trial) -> float | tuple[float, ...]:
         values = {p.path: p.suggest(trial) for p in self.params}
@@ -243,8 +245,18 @@ class Worker:
     def after_trial(self, study: optuna.Study, frozen: optuna.trial.FrozenTrial) -> None:
         if frozen.state == TrialState.FAIL:
             self.failures += 1
-            if self.failures >= MAX_FAILURES_IN_A_ROW:
-                study.stop()
+        if self.failures >= MAX_FAILURES_IN_A_ROW or budget_left(study, self.trials) <= 0:
+            study.stop()
+
+
+def budget_left(study: optuna.Study, trials: int) -> int:
+    """Trials a worker may still start: ``trials`` minus the finished (complete or pruned) and the running ones
+    (after failing those whose worker stopped beating). Queued retries are always run."""
+    optuna.storages.fail_stale_trials(study)
+    states = [t.state for t in study.get_trials(deepcopy=False)]
+    if TrialState.WAITING in states:
+        return max(1, states.count(TrialState.WAITING))
+    return trials - sum(s in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING) for s in states)
 
 
 def _summary(study: optuna.Study, definition: dict[str, Any], out: Path) -> None:
@@ -311,14 +323,17 @@ def sweep(argv: list[str]) -> int:
                                 sampler=sampler, pruner=build_pruner(definition["pruner"]), directions=directions,
                                 load_if_exists=True)
     study.set_user_attr("faircl_sweep", record)
-    worker = Worker(study, definition, out, storage_url)
-    finished = (TrialState.COMPLETE, TrialState.PRUNED)
+    worker = Worker(study, definition, out, storage_url, trials)
     start = time.perf_counter()
-    if len(study.get_trials(deepcopy=False, states=finished)) < trials:
+    left = budget_left(study, trials)
+    while left <= 0 and study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        # running trials fill the budget: wait until they finish, or until their worker is found dead
+        time.sleep(opts.heartbeat)
+        left = budget_left(study, trials)
+    if left > 0:
         signal.signal(signal.SIGTERM, signal.default_int_handler)  # a terminated worker re-queues its trial
         try:
-            study.optimize(worker.objective, catch=(TrialFailed,), gc_after_trial=True,
-                           callbacks=[MaxTrialsCallback(trials, states=finished), worker.after_trial])
+            study.optimize(worker.objective, catch=(TrialFailed,), gc_after_trial=True, callbacks=[worker.after_trial])
         except KeyboardInterrupt:
             print(f"faircl sweep: interrupted; the running trial is queued again. Continue with `faircl sweep --out "
                   f"{out} --resume`", file=sys.stderr)
