@@ -39,6 +39,7 @@ from typing import Any
 import lightning as L
 import numpy as np
 import optuna
+import sqlalchemy.exc
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.trial import TrialState
 
@@ -71,6 +72,27 @@ def open_storage(url: str, heartbeat: int | None = None) -> RDBStorage:
         kwargs.update(heartbeat_interval=heartbeat, grace_period=2 * heartbeat,
                       heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=3))
     return RDBStorage(url, **kwargs)
+
+
+def _create_study(out: Path, storage_url: str, heartbeat: int, **kwargs: Any) -> optuna.Study:
+    """Create or load the study. Workers starting together on a new database would race to create its tables: on
+    this machine they take turns (a lock file in the sweep folder); across machines a failed attempt is retried."""
+    with (out / ".study.lock").open("w") as lock:
+        try:
+            import fcntl  # deferred: POSIX only
+
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        except ImportError:  # pragma: no cover - Windows: the retries below
+            pass
+        for attempt in range(5):
+            try:
+                return optuna.create_study(storage=open_storage(storage_url, heartbeat), load_if_exists=True,
+                                           **kwargs)
+            except sqlalchemy.exc.SQLAlchemyError:
+                if attempt == 4:
+                    raise
+                time.sleep(1 + attempt)
+    raise AssertionError("unreachable")
 
 
 def build_pruner(name: str) -> optuna.pruners.BasePruner:
@@ -311,17 +333,17 @@ def sweep(argv: list[str]) -> int:
             differ = [k for k in DEFINITION if definition[k] != saved[k]]
             raise CLIError(f"--resume: the given {', '.join(differ)} differ from the sweep in {str(out)!r}; resume "
                            "with `faircl sweep --out DIR --resume` alone (its stored definition) or use another --out")
+    if saved is None:  # a stored definition passed these checks when its sweep began
+        preflight(definition, out)
     out.mkdir(parents=True, exist_ok=True)
-    preflight(definition, out)
     record = {**definition, "storage": storage_url, "study": study_name, "trials": trials}
     tmp = out / f"sweep.json.{os.getpid()}"
     tmp.write_text(json.dumps(record, indent=2))
     tmp.replace(saved_file)
     directions = [d for _, d in definition["objectives"]]
     sampler = SAMPLERS[definition["sampler"]](seed=opts.sampler_seed) if definition["sampler"] else None
-    study = optuna.create_study(study_name=study_name, storage=open_storage(storage_url, opts.heartbeat),
-                                sampler=sampler, pruner=build_pruner(definition["pruner"]), directions=directions,
-                                load_if_exists=True)
+    study = _create_study(out, study_name=study_name, storage_url=storage_url, heartbeat=opts.heartbeat,
+                          sampler=sampler, pruner=build_pruner(definition["pruner"]), directions=directions)
     study.set_user_attr("faircl_sweep", record)
     worker = Worker(study, definition, out, storage_url, trials)
     start = time.perf_counter()
