@@ -16,6 +16,7 @@ CASES = [
     ("02_text_fairness.ipynb", "GAP lowered:", True),
     ("03_metric_learning.ipynb", "recall@1:", True),
     ("04_fair_embeddings.ipynb", "cced: before", True),
+    ("05_tradeoff.ipynb", "front: S", True),
 ]
 
 
