@@ -23,4 +23,5 @@ def test_tradeoff_notebook_executes(tmp_path, monkeypatch):
     assert "faircl sweep exit status: 0" in outputs and "faircl compare exit status: 0" in outputs
     assert "front: S" in outputs
     assert (tmp_path / "compare" / "front.png").is_file()
-    assert any("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    outs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert any("image/png" in o.get("data", {}) for o in outs)

@@ -266,7 +266,8 @@ def compare(argv: list[str]) -> int:
         scsv.append([s.name, len(s.runs), *[s.values.get(k) for k in varied], *[x for st in stats for x in st],
                      s.stat(split, "dto")[0], bool(on), "; ".join(marks[s.name])])
     (out / "settings.md").write_text(f"# Settings ({len(settings)})\n\nMean ± standard deviation over seeds (test). "
-                                     f"Pareto front: test accuracy ↑ against test {opts.gap} ↓.\n\n" + _md(shead, srows))
+                                     f"Pareto front: test accuracy ↑ against test {opts.gap} ↓.\n\n"
+                                     + _md(shead, srows))
     _csv(out / "settings.csv", ["setting", "seeds", *varied, *[f"{c}_{x}" for c in columns for x in ("mean", "sd")],
                                 f"{split}_dto", "on_front", "selected_by"], scsv)
     # selection
@@ -279,8 +280,9 @@ def compare(argv: list[str]) -> int:
             sel_lines.append(f"| {rule} | none satisfies the constraint |" + " |" * (len(varied) + 3))
             continue
         acc, bal, g = (s.stat("test", m) for m in ("accuracy", "balanced_accuracy", opts.gap))
+        numbers = " | ".join(f"{m:.4f} ± {d:.4f}" for m, d in (acc, bal, g))
         sel_lines.append(f"| {rule} | {s.name} | " + " | ".join(_fmt(s.values.get(k)) for k in varied)
-                         + f" | {acc[0]:.4f} ± {acc[1]:.4f} | {bal[0]:.4f} ± {bal[1]:.4f} | {g[0]:.4f} ± {g[1]:.4f} |")
+                         + f" | {numbers} |")
     (out / "selection.md").write_text("\n".join(sel_lines) + "\n")
     # baseline
     result = None

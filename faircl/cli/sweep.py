@@ -17,8 +17,8 @@ Storage: ``<out>/study.db`` (SQLite, nothing to start) or ``--storage <database 
 study's budget: a worker starts a trial only while the finished (complete or pruned) and running trials number fewer
 than N (two workers asking at the very same moment may overshoot it by one). A killed worker stops sending
 heartbeats: after ``2 × --heartbeat`` seconds its running trial is marked failed and queued again with the same
-arguments, and the next worker runs it first (a resumed worker waits for that if the budget is otherwise spent). Exit status: 0, 2 for bad
-input (reported before any training), 1 when trials keep failing.
+arguments, and the next worker runs it first (a resumed worker waits for that if the budget is otherwise spent).
+Exit status: 0, 2 for bad input (reported before any training), 1 when trials keep failing.
 """
 
 from __future__ import annotations
