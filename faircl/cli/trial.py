@@ -87,6 +87,8 @@ def run_seed(trial_dir: Path, index: int) -> int:
     ckpt_cb = trainer.checkpoint_callback
     best = getattr(ckpt_cb, "best_model_path", "") or getattr(ckpt_cb, "last_model_path", "")
     rec = _at_checkpoint(recorder.records, best)
+    if not recorder.records:  # trained in spawned processes (ddp_spawn): the last validation's metrics
+        rec["val"] = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val/")}
     fit_dir = trainer.log_dir
     test = run_cli(["test", *common, *SINGLE_PROCESS, f"--ckpt_path={best}" if best else "--ckpt_path=none"])
     test_dir = Path(test.trainer.log_dir or root)
