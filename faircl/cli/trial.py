@@ -57,6 +57,8 @@ def _at_checkpoint(records: list[dict[str, Any]], ckpt: str) -> dict[str, Any]:
 def run_seed(trial_dir: Path, index: int) -> int:
     """Fit and test seed number ``index`` of the trial in ``trial_dir``; returns the exit status."""
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    # under DDP, check_pruned() re-reads the values rank 0 already reported
+    warnings.filterwarnings("ignore", message=r".*reported value is ignored because this `step=.*")
     # sys.argv is this trial's command (Lightning's DDP launcher re-runs it); the CLI reads its arguments from `args`
     warnings.filterwarnings("ignore", message=r".*args parameter is intended to run from within Python.*")
     spec = json.loads((trial_dir / "trial_spec.json").read_text())
@@ -82,6 +84,7 @@ def run_seed(trial_dir: Path, index: int) -> int:
         print(f"faircl sweep: {err}", file=sys.stderr)
         return PRUNED_EXIT
     trainer = cli.trainer
+    fit_dir = trainer.log_dir  # a collective under DDP (a broadcast from rank 0): every rank reads it
     if not trainer.is_global_zero:
         return 0
     ckpt_cb = trainer.checkpoint_callback
@@ -89,7 +92,6 @@ def run_seed(trial_dir: Path, index: int) -> int:
     rec = _at_checkpoint(recorder.records, best)
     if not recorder.records:  # trained in spawned processes (ddp_spawn): the last validation's metrics
         rec["val"] = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val/")}
-    fit_dir = trainer.log_dir
     test = run_cli(["test", *common, *SINGLE_PROCESS, f"--ckpt_path={best}" if best else "--ckpt_path=none"])
     test_dir = Path(test.trainer.log_dir or root)
     result.update(state="complete", checkpoint=best, epoch=rec["epoch"], step=rec["step"], val=rec["val"],
