@@ -22,6 +22,7 @@ from typing import Any
 
 import lightning as L
 import optuna
+import torch
 from optuna_integration import PyTorchLightningPruningCallback
 
 from faircl.cli.app import run_cli
@@ -85,6 +86,8 @@ def run_seed(trial_dir: Path, index: int) -> int:
         return PRUNED_EXIT
     trainer = cli.trainer
     fit_dir = trainer.log_dir  # a collective under DDP (a broadcast from rank 0): every rank reads it
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()  # the test runs in rank 0 alone: its metrics must not sync
     if not trainer.is_global_zero:
         return 0
     ckpt_cb = trainer.checkpoint_callback
