@@ -288,7 +288,8 @@ def compare(argv: list[str]) -> int:
     result = None
     if baseline is not None:
         result = compare_to_baseline(baseline, settings, columns, opts.gap, margin=opts.margin)
-        lines = [f"# Against the baseline {baseline.name}\n",
+        told = ", ".join(f"{_short(k)}={_fmt(v)}" for k, v in baseline.values.items() if v is not None)
+        lines = [f"# Against the baseline {baseline.name} ({told})\n",
                  "Paired by seed (method − baseline, test; 95% Student-t interval over the shared seeds), in "
                  "points.\n", "| setting | seeds | " + " | ".join(columns) + " |", "|---|---|" + "---|" * len(columns)]
         for name, diffs in result.differences.items():
@@ -297,8 +298,16 @@ def compare(argv: list[str]) -> int:
         lines += ["", "## Verdicts\n", *VERDICT_HEADER, *[verdict_row(v) for v in result.verdicts]]
         (out / "baseline.md").write_text("\n".join(lines) + "\n")
     title = f"accuracy vs {opts.gap}: {len(settings)} settings, {len(runs)} runs (mean ± sd over seeds)"
+    numeric = [k for k in varied if all(isinstance(s.values.get(k), (int, float, type(None))) for s in settings)
+               and not all(isinstance(s.values.get(k), (bool, type(None))) for s in settings)]
+    labels = {s.name: s.name for s in settings}
+    if len(numeric) == 1:  # one searched number: points are labelled by its value
+        key = numeric[0]
+        title += f"\npoints labelled by {_short(key)}"
+        labels = {s.name: f"{s.values[key]:.2g}" if isinstance(s.values.get(key), (int, float))
+                  else str(s.values.get("model") or s.name) for s in settings}
     plot_front(settings, opts.gap, out / "front.png", {n: ", ".join(k) for n, k in marks.items() if k},
-               baseline.name if baseline is not None else None, title=title)
+               baseline.name if baseline is not None else None, title=title, labels=labels)
     payload = {
         "split": split, "gap": opts.gap, "varied": varied, "notes": notes,
         "runs": [{"setting": r.setting, "trial": r.trial, "seed": r.seed, "path": r.path, "checkpoint": r.checkpoint,

@@ -74,12 +74,13 @@ def metric_columns(runs: Sequence[Run]) -> list[str]:
 
 def group_runs(runs: list[Run], ignore: Sequence[str] = ()) -> tuple[list[Setting], list[str]]:
     """Group runs by configuration (all values but the seed and ``ignore``); returns the settings and the varied
-    configuration keys (those that differ between settings)."""
+    configuration keys (those whose value differs between the runs that set them)."""
     def key_of(run: Run) -> tuple:
         return tuple(sorted((k, repr(v)) for k, v in run.config.items() if k not in ignore))
 
     keys = sorted({k for r in runs for k in r.config if k not in ignore})
-    varied = [k for k in keys if len({repr(r.config.get(k)) for r in runs}) > 1]
+    # varied: differs between the runs that have it (an argument one method lacks is told apart by `model`)
+    varied = [k for k in keys if len({repr(r.config[k]) for r in runs if k in r.config}) > 1]
     groups: dict[tuple, list[Run]] = {}
     for run in runs:
         groups.setdefault(key_of(run), []).append(run)
@@ -174,9 +175,10 @@ def compare_to_baseline(baseline: Setting, settings: Sequence[Setting], metrics:
 
 # ---------------------------------------------------------------------------------------------------- plot
 def plot_front(settings: Sequence[Setting], gap: str, path: Any, marks: Mapping[str, str] | None = None,
-               baseline: str | None = None, title: str = "") -> None:
+               baseline: str | None = None, title: str = "", labels: Mapping[str, str] | None = None) -> None:
     """Accuracy against ``gap`` (test means, seed standard deviation as error bars), the Pareto front joined, the
-    ``marks`` (setting name → label, e.g. the selected settings) and the baseline drawn over it; saved as PNG."""
+    ``marks`` (setting name → label, e.g. the selected settings) and the baseline drawn over it, each point named by
+    ``labels`` (default its setting name); saved as PNG."""
     import matplotlib  # deferred: plotting only
 
     matplotlib.use("Agg")
@@ -210,7 +212,8 @@ def plot_front(settings: Sequence[Setting], gap: str, path: Any, marks: Mapping[
     for s in settings:
         x, y = s.stat("test", gap)[0], s.stat("test", "accuracy")[0]
         if not (math.isnan(x) or math.isnan(y)):
-            ax.annotate(s.name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7, color="dimgray")
+            ax.annotate((labels or {}).get(s.name, s.name), (x, y), textcoords="offset points", xytext=(4, 4),
+                        fontsize=7, color="dimgray")
     ax.set_xlabel(f"test {gap} (lower is fairer)")
     ax.set_ylabel("test accuracy")
     ax.set_title(title or f"accuracy vs {gap}: {len(settings)} settings, mean ± sd over seeds", fontsize=10)
