@@ -341,7 +341,9 @@ def sweep(argv: list[str]) -> int:
     tmp.write_text(json.dumps(record, indent=2))
     tmp.replace(saved_file)
     directions = [d for _, d in definition["objectives"]]
-    sampler = SAMPLERS[definition["sampler"]](seed=opts.sampler_seed) if definition["sampler"] else None
+    # Optuna's defaults: TPE for one objective, NSGA-II for several (seeded by --sampler_seed)
+    name = definition["sampler"] or ("tpe" if len(directions) == 1 else "nsga2")
+    sampler = SAMPLERS[name](seed=opts.sampler_seed)
     study = _create_study(out, study_name=study_name, storage_url=storage_url, heartbeat=opts.heartbeat,
                           sampler=sampler, pruner=build_pruner(definition["pruner"]), directions=directions)
     study.set_user_attr("faircl_sweep", record)
