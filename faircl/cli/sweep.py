@@ -24,7 +24,6 @@ Exit status: 0, 2 for bad input (reported before any training), 1 when trials ke
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import signal
@@ -53,6 +52,7 @@ SAMPLERS = {"tpe": optuna.samplers.TPESampler, "random": optuna.samplers.RandomS
             "nsga2": optuna.samplers.NSGAIISampler, "qmc": optuna.samplers.QMCSampler,
             "gp": optuna.samplers.GPSampler}
 PRUNED_EXIT = 3  # a trial child process that was pruned
+WORKER_ENV = "FAIRCL_SWEEP_WORKER"  # the worker's process id, for the trial process to follow it
 #: a worker gives up after this many failed trials in a row (a broken setting, not bad luck)
 MAX_FAILURES_IN_A_ROW = 3
 DEFINITION = ("fit_args", "search", "objectives", "seeds", "sampler", "pruner")
@@ -190,14 +190,6 @@ def preflight(definition: dict[str, Any], out: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------- trials
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """A trial's process ends when its worker is killed (Linux: PR_SET_PDEATHSIG), so no orphan keeps writing."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
-
-
 class Worker:
     """One worker process of a sweep: Optuna's ``study.optimize`` over :meth:`objective`."""
 
@@ -228,7 +220,8 @@ class Worker:
             try:
                 with log.open("w") as fh:
                     proc = subprocess.Popen([sys.executable, "-m", "faircl.cli.trial", str(trial_dir), str(index)],
-                                            stdout=fh, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+                                            stdout=fh, stderr=subprocess.STDOUT,
+                                            env={**os.environ, WORKER_ENV: str(os.getpid())})
                     code = proc.wait()
             except KeyboardInterrupt:
                 if proc is not None:
@@ -355,13 +348,15 @@ def sweep(argv: list[str]) -> int:
         time.sleep(opts.heartbeat)
         left = budget_left(study, trials)
     if left > 0:
-        signal.signal(signal.SIGTERM, signal.default_int_handler)  # a terminated worker re-queues its trial
+        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # a terminated worker re-queues its trial
         try:
             study.optimize(worker.objective, catch=(TrialFailed,), gc_after_trial=True, callbacks=[worker.after_trial])
         except KeyboardInterrupt:
             print(f"faircl sweep: interrupted; the running trial is queued again. Continue with `faircl sweep --out "
                   f"{out} --resume`", file=sys.stderr)
             return 130
+        finally:
+            signal.signal(signal.SIGTERM, previous)
     print(f"faircl sweep: this worker ran for {time.perf_counter() - start:.0f} s", file=sys.stderr)
     _summary(study, definition, out)
     if worker.failures >= MAX_FAILURES_IN_A_ROW:

@@ -13,8 +13,11 @@ test (on one device) and writes ``result.json`` for the worker.
 
 from __future__ import annotations
 
+import ctypes
 import json
+import os
 import re
+import signal
 import sys
 import warnings
 from pathlib import Path
@@ -26,7 +29,7 @@ import torch
 from optuna_integration import PyTorchLightningPruningCallback
 
 from faircl.cli.app import run_cli
-from faircl.cli.sweep import PRUNED_EXIT, build_pruner, open_storage
+from faircl.cli.sweep import PRUNED_EXIT, WORKER_ENV, build_pruner, open_storage
 
 #: trainer arguments of the test run: one process reads the whole test split
 SINGLE_PROCESS = ("--trainer.devices=1", "--trainer.num_nodes=1", "--trainer.strategy=auto")
@@ -106,7 +109,20 @@ def run_seed(trial_dir: Path, index: int) -> int:
     return 0
 
 
+def follow_worker() -> None:
+    """End this process when the process that started it ends (Linux ``PR_SET_PDEATHSIG``), so that a killed sweep
+    worker leaves no trial writing into its folder; the other ranks of a multi-process trial follow rank 0."""
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError, TypeError):  # not Linux
+        return
+    worker = os.environ.get(WORKER_ENV)
+    if worker and "LOCAL_RANK" not in os.environ and os.getppid() != int(worker):
+        os._exit(1)  # the worker ended before this process could follow it
+
+
 def main(argv: list[str] | None = None) -> int:
+    follow_worker()
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 2:
         print("usage: python -m faircl.cli.trial TRIAL_DIR SEED_INDEX (started by `faircl sweep`)", file=sys.stderr)
