@@ -62,11 +62,8 @@ def step_grads(model, b: dict[str, torch.Tensor], chunk: int | None) -> tuple[fl
         loss.backward()
     else:
         def loss_fn(out, out2):
-            model._cached_view = out2
-            try:
+            with model.provide_second_view(out2):
                 return model.losses(b, out)["loss"]
-            finally:
-                model._cached_view = None
         loss = GradientCache(model, loss_fn, chunk, backward=torch.Tensor.backward)(b["x"], b["x2"])
     return float(loss), {k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None}
 
