@@ -29,11 +29,10 @@ from lightning.pytorch.cli import LightningCLI, SaveConfigCallback, instantiate_
 from lightning.pytorch.loggers import CSVLogger
 
 import faircl.data
-from faircl.checkpoints import AtomicCheckpointIO
+from faircl.checkpoints import AtomicCheckpointIO, FairCheckpoint
 from faircl.cli.outputs import PredictionFiles, export_encoder
-from faircl.cli.runs import (UNTRAINED, CLIError, FairCheckpoint, checkpoint_epoch, config_files, expand_configs,
-                             find_checkpoint, guard_outputs, option_value, resolve_ckpt_path, sets_optimizer_lr,
-                             shipped_configs)
+from faircl.cli.runs import (UNTRAINED, CLIError, checkpoint_epoch, config_files, expand_configs, find_checkpoint,
+                             guard_outputs, option_value, resolve_ckpt_path, sets_optimizer_lr, shipped_configs)
 from faircl.data.base import FairDataModule
 from faircl.data.io import DataError
 from faircl.eval.report import print_report, write_report
