@@ -13,6 +13,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from faircl._checks import check_choice, check_positive
+
 _ENCODERS: dict[str, Callable[..., nn.Module]] = {}
 _INPUT_KINDS: dict[str, tuple[str, ...]] = {}
 
@@ -215,8 +217,7 @@ class TokenEncoder(nn.Module):
         super().__init__()
         if input_dim < 2:
             raise ValueError(f"TokenEncoder needs input_dim = vocabulary size (>= 2), got {input_dim}")
-        if pooling not in ("last", "mean"):
-            raise ValueError(f"pooling={pooling!r} must be 'last' or 'mean'")
+        check_choice("pooling", pooling, ("last", "mean"))
         self.embed = nn.Embedding(input_dim, embed_dim, padding_idx=0)
         self.drop = nn.Dropout(dropout)
         self.gru = nn.GRU(embed_dim, hidden_dim, num_layers=num_layers, batch_first=True,
@@ -322,10 +323,8 @@ class HFTextEncoder(nn.Module):
     def __init__(self, input_dim: int = 0, model_dir: str | None = None, pooling: str = "mean", freeze: bool = False,
                  max_length: int = 128) -> None:
         super().__init__()
-        if pooling not in ("mean", "cls"):
-            raise ValueError(f"pooling={pooling!r} must be 'mean' or 'cls'")
-        if max_length < 1:
-            raise ValueError(f"max_length must be >= 1, got {max_length}")
+        check_choice("pooling", pooling, ("mean", "cls"))
+        check_positive("max_length", max_length, minimum=1)
         from transformers import AutoModel, AutoTokenizer
 
         path = resolve_text_model_dir(model_dir)
