@@ -68,6 +68,8 @@ class Adversarial(FairModule):
         **kwargs: :class:`~faircl.methods.base.FairModule` arguments.
     """
 
+    supports_grad_cache = False  # the discriminators train inside the loss, which the gradient cache does not reach
+
     def __init__(
         self,
         lambda_adv: float = 1.0,
