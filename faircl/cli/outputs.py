@@ -10,6 +10,7 @@ import lightning as L
 import torch
 from lightning.pytorch.callbacks import BasePredictionWriter
 
+from faircl.checkpoints import CheckpointError, check_checkpoint
 from faircl.cli.runs import CLIError
 from faircl.methods.base import FairModule
 
@@ -77,7 +78,11 @@ def export_encoder(ckpt_path: str | Path, out: str | Path, overwrite: bool = Fal
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise CLIError(f"export: {str(out)!r} is not empty; pass --overwrite or choose another --out")
     try:
-        model = FairModule.load_from_checkpoint(ckpt_path, map_location="cpu", weights_only=False)
+        check_checkpoint(ckpt_path)  # no code runs from the file: a file holding code is refused in one line
+    except CheckpointError as err:
+        raise CLIError(f"export: {err}") from None
+    try:
+        model = FairModule.load_from_checkpoint(ckpt_path, map_location="cpu", weights_only=True)
     except Exception as err:
         raise CLIError(f"export: cannot load {str(ckpt_path)!r}: {type(err).__name__}: {err}") from err
     if hasattr(model, "save_pretrained"):
