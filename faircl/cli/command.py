@@ -10,6 +10,8 @@ traceback with ``--debug`` or ``FAIRCL_DEBUG=1``), 1 on any other failure (with 
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 import sys
 import traceback
@@ -18,6 +20,9 @@ from faircl import __version__
 from faircl.cli.names import CLIError, option_value, resolve_config, shipped_configs
 
 TRAINING = ("fit", "validate", "test", "predict")
+#: sub-commands served by their own module ``faircl.cli.<name>``, whose function ``<name>(argv) -> int`` parses its
+#: own arguments (dispatched when the module is installed)
+TOOLS = ("sweep", "compare")
 
 HELP = f"""usage: faircl <command> [options]      (faircl {__version__})
 
@@ -137,6 +142,9 @@ def main(args: list[str] | None = None) -> int:
             _findml([a for a in argv[1:] if a != "--debug"])
         elif command in TRAINING or command.startswith("-"):
             _train(argv)
+        elif command in TOOLS and importlib.util.find_spec(f"faircl.cli.{command}") is not None:
+            tool = getattr(importlib.import_module(f"faircl.cli.{command}"), command)
+            return int(tool([a for a in argv[1:] if a != "--debug"]) or 0)
         else:
             raise CLIError(f"unknown command {command!r}; choose one of fit, validate, test, predict, configs, "
                            "export, findml (faircl --help)")
