@@ -18,7 +18,7 @@ from faircl.data.synthetic import BiasedFeatures
 from faircl.methods import METHODS
 from faircl.utils import quiet_trainer_kwargs
 
-TRAINABLE = sorted(n for n in METHODS if n != "CCD")  # CCD trains on counterfactual tuples: tests/methods/test_ccd.py
+TRAINABLE = sorted(n for n in METHODS if n != "CCD")  # CCD trains on counterfactual tuples: its own test below
 BIG = {"hidden": 300, "n_train": 512, "batch_size": 128}
 
 
@@ -89,3 +89,30 @@ def test_two_runs_with_one_seed_give_identical_weights(name):
 def test_trainer_deterministic_gives_identical_weights():
     first, second = _fit("ConFair", deterministic=True, **BIG), _fit("ConFair", deterministic=True, **BIG)
     assert all(torch.equal(first[k], second[k]) for k in first)
+
+
+def test_ccd_two_runs_with_one_seed_give_identical_weights(tmp_path):
+    from faircl.data.counterfactual import CounterfactualTuples
+    from faircl.eval.embedding_bias import save_random_bert
+
+    texts = [f"{s} {p}." for s in ("He", "She", "His brother", "Her sister", "The man", "The woman")
+             for p in ("works as a nurse", "likes to cook", "plays football", "repairs old cars")]
+
+    def dm():
+        return CounterfactualTuples(inline_texts=texts, word_lists="builtin", keep_words=None, split_sentences=False,
+                                    batch_size=8, val_fraction=0.2, test_fraction=0.2, seed=0)
+
+    probe = dm()
+    probe.setup("fit")
+    words = [s for split in probe.splits.values() for t in split.x for s in t]
+    bert = str(save_random_bert(tmp_path / "bert", words, hidden_size=32))
+    states = []
+    for _ in range(2):
+        L.seed_everything(0, verbose=False)
+        model = METHODS["CCD"](encoder="hf", encoder_kwargs={"model_dir": bert}, lr=1e-3)
+        with _AtomicIndexAdds() as scan:
+            L.Trainer(**quiet_trainer_kwargs(max_steps=6, num_sanity_val_steps=0, limit_val_batches=0)).fit(
+                model, datamodule=dm())
+        assert not scan.hits, sorted(set(scan.hits))
+        states.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+    assert all(torch.equal(states[0][k], states[1][k]) for k in states[0])

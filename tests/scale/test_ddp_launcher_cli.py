@@ -32,6 +32,18 @@ def _faircl(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     return res
 
 
+def _in_process(cwd: Path, *args: str) -> None:
+    """The single-process reference, run in this process (no launcher involved)."""
+    from faircl.cli import main
+
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        assert main(list(args)) == 0
+    finally:
+        os.chdir(here)
+
+
 def _newest(root: Path, name: str) -> Path:
     return max(root.rglob(name), key=lambda p: p.stat().st_mtime)
 
@@ -50,7 +62,7 @@ def test_ddp_fit_and_test_with_lightnings_launcher_match_one_process(fitted):
     tmp, ckpt = fitted
     _faircl(tmp, "test", *ARGS, *DDP, "--trainer.default_root_dir=runs", "--ckpt_path", str(ckpt))
     multi = json.loads(_newest(tmp / "runs", "report.json").read_text())
-    _faircl(tmp, "test", *ARGS, "--trainer.default_root_dir=single", "--ckpt_path", str(ckpt))
+    _in_process(tmp, "test", *ARGS, "--trainer.default_root_dir=single", "--ckpt_path", str(ckpt))
     single = json.loads(_newest(tmp / "single", "report.json").read_text())
     assert multi["meta"]["checkpoint"] == single["meta"]["checkpoint"] == str(ckpt)
     keys = [k for k, v in single["metrics"].items() if isinstance(v, float)]
@@ -70,7 +82,7 @@ def test_ddp_predict_writes_one_file_in_dataset_order(fitted):
     assert multi["idx"].tolist() == list(range(203))  # 203 rows on 2 ranks: the sampler's padding row is dropped
     rows = list(csv.DictReader((out / "predictions.csv").open()))
     assert [int(r["idx"]) for r in rows] == list(range(203))
-    _faircl(tmp, "predict", *ARGS, "--trainer.default_root_dir=pred1", "--ckpt_path", str(ckpt))
+    _in_process(tmp, "predict", *ARGS, "--trainer.default_root_dir=pred1", "--ckpt_path", str(ckpt))
     single = torch.load(_newest(tmp / "pred1", "predictions.pt"), weights_only=False)
     for key in ("y", "a", "prediction"):
         assert torch.equal(multi[key], single[key]), key
