@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import re
 import sys
 import traceback
 
@@ -114,10 +115,31 @@ def _is_usage_error(err: BaseException) -> bool:
     return any(c.__name__ == "MisconfigurationException" for c in type(err).__mro__)
 
 
+def _argument_message(text: str) -> str | None:
+    """One line from the parser's multi-line message: which option, the value given and what was expected."""
+    key = re.search(r'Parser key "([^"]+)"', text)
+    if key is None:
+        return None
+    nested = re.search(r"NestedArg\(key='([^']+)', val='([^']*)'", text)
+    if nested is not None:
+        return (f"--{key.group(1)}.init_args.{nested.group(1)} {nested.group(2)}: not accepted by the chosen "
+                f"{key.group(1)} (no such argument, or a value of the wrong type; its arguments: "
+                f"faircl fit --{key.group(1)}.help <class name>)")
+    given = re.search(r"Given value: (.+)", text)
+    subtypes = re.search(r"Subtypes: \[(.*?)\]", text)
+    expected = [t.rsplit(".", 1)[-1].replace("NoneType", "null")
+                for t in re.findall(r"<class '([\w.]+)'>", subtypes.group(1) if subtypes else "")]
+    if given is not None and expected:
+        return f"--{key.group(1)} {given.group(1).strip()}: not a valid value (expected {' or '.join(expected)})"
+    return None
+
+
 def _message(err: BaseException) -> str:
     text = str(err).strip()
     if isinstance(err, CLIError):
         return text
+    if type(err).__name__ == "ArgumentError" and _argument_message(text):
+        return str(_argument_message(text))
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     first = " ".join(lines[:2])[:600] if lines else ""
     return f"{type(err).__name__}: {first}" if type(err).__name__ != "MisconfigurationException" else first

@@ -139,7 +139,8 @@ def test_user_errors_are_exit_2_in_at_most_three_lines(in_tmp, capsys, case):
     assert 1 <= len(lines) <= 3, lines
     assert lines[0].startswith("faircl: error: ") and "Traceback" not in "\n".join(lines)
     expect = {"malformed_yaml": "line 3", "python_tag": "python/object/apply", "gpu": "no GPU is available",
-              "parser_type": "trainer.max_epochs", "parser_unknown": "no_such_option", "missing_data": "data"}[case]
+              "parser_type": "--trainer.max_epochs abc: not a valid value (expected int", "parser_unknown": "no_such_option",
+              "missing_data": "data"}[case]
     assert expect in lines[0]
     assert not marker.exists()
 
