@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from _text_report import COLUMNS, load_raw, save_raw, write_report  # noqa: E402
 
-from faircl.cli.runs import FairCheckpoint  # noqa: E402
+from faircl.checkpoints import FairCheckpoint  # noqa: E402
 from faircl.data.base import FairDataModule, FairDataset  # noqa: E402
 from faircl.testing import quiet_trainer_kwargs  # noqa: E402
 

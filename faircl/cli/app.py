@@ -3,7 +3,7 @@
 Methods and datamodules are selected by class name (``--model ConFair --data HateSpeech``) or by import path
 (``--model mypkg.mymodule.MyMethod``: any :class:`~faircl.methods.base.FairModule` /
 :class:`~faircl.data.base.FairDataModule` subclass on the Python path). ``num_classes``, ``num_groups`` and
-``input_dim`` are linked from the datamodule into the model.
+``input_dim`` and ``input_kind`` are linked from the datamodule into the model.
 
 Every ``fit`` keeps ``last.ckpt`` and the best checkpoint by the model's monitored validation metric
 (``--model.monitor``); ``test`` / ``validate`` / ``predict`` load ``--ckpt_path best`` by default (``last``, a file,
@@ -29,16 +29,16 @@ from lightning.pytorch.cli import LightningCLI, SaveConfigCallback, instantiate_
 from lightning.pytorch.loggers import CSVLogger
 
 import faircl.data
-from faircl.checkpoints import AtomicCheckpointIO
+from faircl.checkpoints import AtomicCheckpointIO, FairCheckpoint
 from faircl.cli.outputs import PredictionFiles, export_encoder
-from faircl.cli.runs import (UNTRAINED, CLIError, FairCheckpoint, checkpoint_epoch, config_files, expand_configs,
-                             find_checkpoint, guard_outputs, option_value, resolve_ckpt_path, sets_optimizer_lr,
-                             shipped_configs)
+from faircl.cli.runs import (UNTRAINED, CLIError, checkpoint_epoch, config_files, expand_configs, find_checkpoint,
+                             guard_outputs, option_value, resolve_ckpt_path, sets_optimizer_lr, shipped_configs)
 from faircl.data.base import FairDataModule
 from faircl.data.io import DataError
 from faircl.eval.report import print_report, write_report
 from faircl.methods import METHODS
 from faircl.methods.base import FairModule
+from faircl.methods.inputs import check_encoder_for
 from faircl.methods.selection import monitor_spec
 
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
@@ -73,6 +73,32 @@ class FairCLI(LightningCLI):
     def add_arguments_to_parser(self, parser) -> None:
         for attr in ("num_classes", "num_groups", "input_dim"):
             parser.link_arguments(f"data.{attr}", f"model.init_args.{attr}", apply_on="instantiate")
+        # input_kind: the model is built once, for the datamodule's input (faircl.methods.inputs)
+        parser.link_arguments("data", "model.init_args.input_kind", compute_fn=self._linked_input_kind,
+                              apply_on="instantiate")
+
+    def _linked_input_kind(self, dm: FairDataModule) -> str | None:
+        """The datamodule's ``input_kind`` when the chosen method (and an explicit encoder) can train on it; else
+        ``None``, and :meth:`instantiate_classes` raises the reason, naming the method, encoder and datamodule."""
+        node = self.config.get(self.subcommand, self.config) if self.subcommand else self.config
+        model = node.get("model") if hasattr(node, "get") else None
+        class_path = getattr(model, "class_path", None)
+        init = getattr(model, "init_args", None)
+        encoder = (init.get("encoder") if hasattr(init, "get") else None) or "auto"
+        try:
+            cls = METHODS.get(str(class_path).rsplit(".", 1)[-1]) if class_path else None
+            if class_path and (cls is None or f"{cls.__module__}.{cls.__name__}" != class_path):
+                cls = _import_class(class_path, FairModule, "method")
+            return check_encoder_for(cls or FairModule, encoder, dm)
+        except (CLIError, ValueError) as err:  # raised after instantiation: jsonargparse would rewrite it here
+            self._input_error = err
+            return None
+
+    def instantiate_classes(self) -> None:
+        self._input_error: Exception | None = None
+        super().instantiate_classes()
+        if self._input_error is not None:
+            raise self._input_error
 
     # ------------------------------------------------------------------ trainer: logger and callbacks
     def _instantiate_trainer(self, config: dict[str, Any], callbacks: list) -> Any:

@@ -12,11 +12,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-import torch
-from lightning.pytorch.callbacks import ModelCheckpoint
-from lightning.pytorch.utilities import rank_zero_info
-
 from faircl.checkpoints import CheckpointError, check_checkpoint
+from faircl.checkpoints import FairCheckpoint, final_stage_or_unreachable  # noqa: F401  # re-exported (moved there)
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 UNTRAINED = ("none", "null", "untrained")
@@ -92,56 +89,8 @@ def sets_optimizer_lr(argv: list[str], configs: list[dict[str, Any]]) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------------- checkpoints
-class FairCheckpoint(ModelCheckpoint):
-    """``last.ckpt`` (rewritten at every validation) plus the best checkpoint by the model's monitored metric.
-
-    When the monitored metric is not logged (no validation split, or a method that does not log it) the run keeps
-    ``last.ckpt`` and says once that no best checkpoint is kept, instead of failing.
-
-    For a method trained in stages (TwoStageCL, INLP, the ConFair pipeline, FairSamplingSimCLR, ...) the best
-    checkpoint is chosen among the epochs of its final stage whenever the run reaches that stage: an earlier epoch
-    is an unfinished model (e.g. INLP before its projection is fitted, a classifier head not yet trained).
-    """
-
-    def __init__(self, monitor: str, mode: str, **kwargs: Any) -> None:
-        super().__init__(monitor=monitor, mode=mode, save_last=True, save_top_k=1, filename="best-{epoch}-{step}",
-                         **kwargs)
-        self._said_missing = False
-        self._last_written_at = -1
-
-    def _save_topk_checkpoint(self, trainer, monitor_candidates: dict[str, torch.Tensor]) -> None:
-        if not final_stage_or_unreachable(trainer):
-            self._save_last_checkpoint(trainer, monitor_candidates)
-            return
-        if self.monitor in monitor_candidates:
-            super()._save_topk_checkpoint(trainer, monitor_candidates)
-        elif not self._said_missing:
-            self._said_missing = True
-            rank_zero_info(f"faircl: {self.monitor!r} is not logged, so only last.ckpt is kept (choose a logged "
-                           f"metric with --model.monitor; logged: {sorted(monitor_candidates)})")
-        # Lightning writes last.ckpt only when a top-k file was written; here it follows every epoch.
-        self._save_last_checkpoint(trainer, monitor_candidates)
-
-    def _save_last_checkpoint(self, trainer, monitor_candidates: dict[str, torch.Tensor]) -> None:
-        if self._last_written_at == trainer.global_step:
-            return
-        super()._save_last_checkpoint(trainer, monitor_candidates)
-        self._last_written_at = trainer.global_step
-
-
-def final_stage_or_unreachable(trainer) -> bool:
-    """True when the model is in its final training stage, or when ``max_epochs`` never reaches that stage (then
-    every epoch may be selected). Models without stages are always in their final stage."""
-    module = trainer.lightning_module
-    if not hasattr(module, "stage_epochs"):
-        return True
-    final = module.stage_epochs()[-1][0]
-    if module.stage_at(trainer.current_epoch) == final:
-        return True
-    last_epoch = trainer.max_epochs - 1 if trainer.max_epochs and trainer.max_epochs > 0 else None
-    return last_epoch is not None and module.stage_at(last_epoch) != final
-
-
+# The checkpoint policy (FairCheckpoint, the final-stage rule) is in faircl.checkpoints: FairModule.configure_callbacks
+# returns it, so a plain Trainer keeps the same best checkpoint as the CLI.
 def _newest(paths: list[Path]) -> Path | None:
     return max(paths, key=lambda p: p.stat().st_mtime, default=None)
 
