@@ -25,6 +25,7 @@ import random
 import re
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -258,8 +259,10 @@ class EpochSeed(L.Callback):
         self._reseed(trainer, 1, int(batch_idx))
 
 
-def check_finite_terms(terms: dict[str, torch.Tensor], batch: dict[str, Any], context: str) -> None:
-    """Raise ``FloatingPointError`` naming ``context`` (the step), the first non-finite term and the batch's ``idx``.
+def check_finite_terms(terms: dict[str, torch.Tensor], batch: dict[str, Any],
+                       context: str | Callable[[], str]) -> None:
+    """Raise ``FloatingPointError`` naming ``context`` (the step; a callable is called only when raising), the first
+    non-finite term and the batch's ``idx``.
 
     One device sync: every term is checked in a single ``isfinite`` over their concatenation.
     """
@@ -278,5 +281,7 @@ def check_finite_terms(terms: dict[str, torch.Tensor], batch: dict[str, Any], co
     rows = idx.reshape(-1).tolist() if isinstance(idx, torch.Tensor) else idx
     shown = f"{list(rows)[:20]}{' ...' if rows is not None and len(rows) > 20 else ''}"
     value = float(v[0]) if v.numel() == 1 else "non-finite"
+    if callable(context):
+        context = context()
     raise FloatingPointError(f"{context}: loss term {name!r} is {value}; batch rows idx={shown}. Check those rows "
                              "of the data, the learning rate and the loss temperature.")

@@ -36,6 +36,7 @@ from faircl.methods.optim import OPTIMIZERS, SCHEDULERS, build_optimizer, param_
 from faircl.methods.scale import cached_training_step, rewrap_ddp
 from faircl.methods.selection import monitor_mode as resolve_monitor_mode
 from faircl.methods.selection import monitor_spec, selection_scores
+from faircl.methods.steplog import log_epoch_terms, record_train_terms
 from faircl.metrics import GroupFairness
 from faircl.metrics.leakage import linear_leakage
 from faircl.models import build_encoder, mlp
@@ -318,7 +319,6 @@ class FairModule(L.LightningModule):
 
     # ------------------------------------------------------------------ steps
     def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
-        self._apply_frozen_modes()
         chunk = self.hparams.get("grad_cache_chunk")
         if chunk and not self.automatic_optimization:  # backward and optimiser step inside, detached terms
             terms = cached_training_step(self, batch, chunk)
@@ -327,13 +327,13 @@ class FairModule(L.LightningModule):
         if "loss" not in terms:
             raise KeyError(f"{type(self).__name__}.losses() must return a 'loss' entry, got {sorted(terms)}")
         if self.check_finite_loss:  # stop at the first NaN / inf term, naming the step, the term and the rows
-            check_finite_terms(terms, batch, f"{type(self).__name__} at global step {self.global_step} (epoch "
-                               f"{self.current_epoch}, stage {self.stage!r})")
-        bs = self.batch_rows(batch)
-        for name, value in terms.items():
-            self.log(f"train/{name}", value.detach().float(), on_step=True, on_epoch=True, prog_bar=name == "loss",
-                     batch_size=bs)
+            check_finite_terms(terms, batch, lambda: f"{type(self).__name__} at global step {self.global_step} "
+                               f"(epoch {self.current_epoch}, stage {self.stage!r})")
+        record_train_terms(self, terms, self.batch_rows(batch))  # per step vs per epoch: see faircl.methods.steplog
         return terms["loss"]
+
+    def on_train_epoch_end(self) -> None:
+        log_epoch_terms(self)  # the epoch means of the loss terms, as train/<name>
 
     def on_fit_start(self) -> None:
         # Under ddp_spawn, ranks share metric state tensors until the first reset.
