@@ -18,7 +18,8 @@ class ConFair(FairModule):
     """``L_* = α·L_ce + β·(L_scl − λ_fcl·L_fcl)`` on single-view batches (Shen et al. 2021, eq. 3).
 
     ``L_scl`` is SupCon with the task label, ``L_fcl`` SupCon with the protected attribute; both act on
-    ``z = l2(h)``, the L2-normalised encoder output (Shen: the tanh hidden layer of ``Enc``; no extra parameters).
+    ``z = l2(h)``, the L2-normalised encoder output (Shen: the tanh hidden layer of ``Enc``; no extra parameters),
+    or on ``h`` itself with ``normalize=False`` (fairlib).
     Subtracting ``L_fcl`` pushes apart instances that share the attribute, mixing the groups.
 
     With ``pipeline=True`` this is ``Con_*^ft``: stage ``contrastive`` trains the encoder with ``L_scl − L_fcl``
@@ -38,6 +39,8 @@ class ConFair(FairModule):
         fcl_conditioning: ``none`` (the paper) or ``class`` (``L_fcl`` within each class, then averaged — the
             authors' equalized-odds flavour used on some datasets).
         reduction: SupCon reduction, ``mean`` (the paper) or ``confair`` (the authors' code, ``1/(1+|P(i)|)``).
+        normalize: the contrastive terms see ``l2(h)`` (``True``: Shen et al.'s code, the default) or the raw
+            tanh hidden layer ``h`` (``False``: fairlib's FCL, ``model.hidden()``, the version most users run).
         pipeline: train ``Con_*^ft`` instead of the end-to-end ``Con_*``.
         stage1_epochs: epochs of the contrastive stage when ``pipeline=True``.
         gather_distributed: under DDP, contrast the local anchors with every process's rows (the loss of the global
@@ -56,6 +59,7 @@ class ConFair(FairModule):
         lambda_fcl: float = 1.0,
         fcl_conditioning: str = "none",
         reduction: str = "mean",
+        normalize: bool = True,
         pipeline: bool = False,
         stage1_epochs: int = 5,
         gather_distributed: bool = True,
@@ -77,6 +81,7 @@ class ConFair(FairModule):
             raise ValueError(f"stage1_epochs must be >= 1 with pipeline=True, got {stage1_epochs}")
         self.alpha, self.beta, self.temperature, self.lambda_fcl = alpha, beta, temperature, lambda_fcl
         self.fcl_conditioning, self.reduction = fcl_conditioning, reduction
+        self.normalize = bool(normalize)
         self.pipeline, self.stage1_epochs = pipeline, stage1_epochs
         if grad_cache_chunk is not None and grad_cache_chunk < 1:
             raise ValueError(f"grad_cache_chunk must be >= 1 or None, got {grad_cache_chunk}")
@@ -84,7 +89,8 @@ class ConFair(FairModule):
         self.automatic_optimization = grad_cache_chunk is None
 
     def embed_heads(self, h: torch.Tensor) -> dict[str, torch.Tensor]:
-        return {"z": F.normalize(h if h.dtype == torch.float64 else h.float(), dim=-1)}
+        h = h if h.dtype == torch.float64 else h.float()
+        return {"z": F.normalize(h, dim=-1) if self.normalize else h}
 
     def stage_epochs(self) -> list[tuple[str, int | None]]:
         if self.pipeline:
