@@ -58,7 +58,8 @@ def method_grid(epochs: int, names: list[str] | None = None) -> dict[str, tuple[
                                               "lambda_diff": 100.0}, False),
         "INLP": (M.INLP, {"stage1_epochs": first, "n_clf": 20, "probe": "logistic", "per_class": True}, False),
     }
-    return {k: v for k, v in grid.items() if not names or k in names}
+    # a name selects itself and its variants ("Con_*" selects both Con_* rows, not Con_*^ft)
+    return {k: v for k, v in grid.items() if not names or any(k == n or k.startswith(n + " ") for n in names)}
 
 
 def chi_grid(epochs: int, lams: list[float], taus: list[float]) -> dict[str, tuple[type, dict, bool]]:
@@ -92,7 +93,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--embed-epochs", type=int, default=2)
     p.add_argument("--hate-max-train", type=int, default=0, help="hate-speech train tweets (0 = all)")
     p.add_argument("--no-hate", action="store_true", help="skip part (d)")
-    p.add_argument("--methods", default="", help="comma-separated subset of the main methods ('' = all)")
+    p.add_argument("--methods", default="", help="comma-separated subset of the main methods ('' = all; 'Con_*' = "
+                   "both Con_* variants)")
     p.add_argument("--lr", type=float, default=3e-3, help="Adam learning rate over frozen features (fairlib)")
     p.add_argument("--render", metavar="JSON", help="rewrite the results file from a saved .json (no training)")
     args = p.parse_args(argv)
