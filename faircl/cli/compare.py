@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from faircl.cli.runs import CLIError
+from faircl.cli.names import CLIError
 from faircl.eval.compare import VERDICT_HEADER, verdict_row
 from faircl.eval.report import read_report
 from faircl.eval.tradeoff import (Run, Setting, compare_to_baseline, front_mask, group_runs, metric_columns,
@@ -216,7 +216,10 @@ def _find_baseline(spec: str, settings: list[Setting], runs_of_baseline: list[Ru
 def compare(argv: list[str]) -> int:
     """``faircl compare ...``; returns the exit status."""
     opts = _parser().parse_args(argv)
-    constraints = [parse_constraint(c) for c in opts.select]
+    try:
+        constraints = [parse_constraint(c) for c in opts.select]
+    except ValueError as err:
+        raise CLIError(str(err)) from None
     if opts.minimise and opts.maximise:
         raise CLIError("--minimise and --maximise exclude each other")
     out = Path(opts.out)

@@ -43,7 +43,7 @@ from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.trial import TrialState
 
 from faircl.cli.app import run_cli
-from faircl.cli.runs import CLIError
+from faircl.cli.names import CLIError
 from faircl.cli.search import Param, check_paths, override, parse_objectives, parse_search
 from faircl.data.base import FairDataModule
 from faircl.methods.base import FairModule

@@ -11,11 +11,11 @@ seed (same seed = same data order, initialisation and test rows for both) in fiv
    **and** on the validation split (:func:`bias_is_real`). A bootstrap over test rows gives the observed gap's
    interval. Leakage (a probe's accuracy for the attribute) is compared with the majority-group rate, the accuracy of
    a constant guess (:func:`leakage_null`).
-2. **Did the method change it?** (:func:`paired_bootstrap`) Per seed, ``method − baseline`` on the same rows; the
-   uncertainty comes from a nested bootstrap (seeds resampled, and test rows resampled jointly for every seed and
-   both models). Its standard error, corrected by ``sqrt(S / (S − 1))`` for resampling only ``S`` seeds, feeds a
-   Student-t interval and p-value with ``S − 1`` degrees of freedom; without row resampling this is exactly the
-   paired t-test. From per-seed summary numbers only, :func:`paired_seed_comparison` is that paired t-test.
+2. **Did the method change it?** (:func:`paired_bootstrap`) Per seed, ``method − baseline`` on the same rows; its
+   variance adds the two levels of the seeds × rows design: the seeds' spread (the paired t-test's ``s² / S``) and
+   the test rows' sampling, from a bootstrap of the rows shared by every seed and both models. A Student-t interval
+   and p-value use Satterthwaite's degrees of freedom; without the rows' variance this is exactly the paired t-test.
+   From per-seed summary numbers only, :func:`paired_seed_comparison` is that paired t-test.
 3. **Holm–Bonferroni** (:func:`holm`) over every claim of one family (a results file) that has a p-value.
 4. **At what cost?** Utility is non-inferior only if the *lower bound* of its change's interval is ≥ −``margin``.
 5. **Is it a classifier at all?** (:func:`degenerate_seed`) Per seed, against the test split's own majority-class
@@ -28,6 +28,18 @@ hold** (no significant change although the design could detect the paper's effec
 detectable effect exceeds the paper's effect, or the utility interval straddles the margin) · **untestable** (no
 bias beyond chance, or the baseline is degenerate) · **degenerate** (the method is no classifier on at least half
 of the seeds). All values are fractions (0.045 = 4.5 points); negative effects are reductions.
+
+Example (per-row predictions, e.g. the ``predictions.csv`` of ``faircl predict`` for each seed)::
+
+    from faircl.eval.compare import SplitPredictions, claim_from_predictions, decide
+
+    ev = claim_from_predictions("ConFair lowers GAP vs CE", SplitPredictions(y, a, ce_test_preds),
+                                SplitPredictions(y, a, confair_test_preds), SplitPredictions(y_val, a_val, ce_val_preds),
+                                metric="tpr_gap_rms", paper_effect=-0.045)
+    verdict, = decide([ev])          # verdict.verdict, verdict.reason, verdict.effect.fmt(), verdict.mde
+
+From per-seed summary numbers only (no null, no row bootstrap): ``paired_seed_comparison(baseline_by_seed,
+method_by_seed)`` gives the :class:`Effect` to put in a :class:`ClaimEvidence`.
 """
 
 from __future__ import annotations

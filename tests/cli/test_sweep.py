@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import yaml
 
-from faircl.cli.runs import CLIError
+from faircl.cli.names import CLIError
 from faircl.cli.search import parse_objectives, parse_search
 
 FAIRCL = shutil.which("faircl", path=str(Path(sys.executable).parent)) or shutil.which("faircl")
@@ -207,7 +207,7 @@ def test_bad_input_is_one_line_and_exit_2_before_any_training(tmp_path, monkeypa
         errs[k] = capsys.readouterr().err
     for name, err in errs.items():
         errors = [line for line in err.splitlines() if "error" in line]
-        assert len(errors) == 1 and errors[0].startswith("faircl sweep: error: ") and cases[name][1] in errors[0], err
+        assert len(errors) == 1 and errors[0].startswith("faircl: error: ") and cases[name][1] in errors[0], err
         assert "Traceback" not in err
         assert not (tmp_path / name / "trials").exists() and not (tmp_path / name / "study.db").exists()
 
