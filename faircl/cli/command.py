@@ -33,7 +33,7 @@ faircl: fair representation learning with contrastive and metric objectives, as 
 commands:
   fit        train a method: --config <method>/<dataset> (see `faircl configs`) or --model X --data Y
   validate   evaluate a checkpoint on the validation split (--ckpt_path best | last | FILE | none)
-  test       evaluate a checkpoint on the test split; prints and writes report.json / report.md
+  test       evaluate a checkpoint on the test split; prints and writes report.json / report.md / report.png
   predict    write predictions.pt / predictions.csv of a checkpoint
   configs    list the shipped configs (a name works with --config from any directory)
   export     save the text encoder of a checkpoint as a Hugging Face folder
