@@ -117,7 +117,7 @@ class EpochKeeper(L.Callback):
         self.states: list[dict[str, torch.Tensor]] = []
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: Any) -> None:
-        from faircl.cli.runs import final_stage_or_unreachable
+        from faircl.checkpoints import final_stage_or_unreachable
 
         if trainer.sanity_checking or not final_stage_or_unreachable(trainer):
             return
