@@ -25,7 +25,16 @@ class GradientReversal(torch.autograd.Function):
 
 
 def grad_reverse(x: torch.Tensor, lambda_: float = 1.0) -> torch.Tensor:
-    """Functional gradient reversal: ``x`` forward, ``−lambda_ · grad`` backward."""
+    """Functional gradient reversal: ``x`` forward, ``−lambda_ · grad`` backward.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.losses import grad_reverse
+        >>> x = torch.ones(2, requires_grad=True)
+        >>> grad_reverse(x, 0.5).sum().backward()
+        >>> x.grad
+        tensor([-0.5000, -0.5000])
+    """
     return GradientReversal.apply(x, lambda_)
 
 

@@ -277,6 +277,23 @@ class GroupRecallAtK(_EmbeddingMetric):
         distance: ``"euclidean"`` (default) or ``"cosine"``.
         chunk_size: query rows per similarity block (memory ``O(chunk_size · N)``).
         **kwargs: forwarded to :class:`torchmetrics.Metric`.
+
+    Examples:
+        Two classes in two tight clusters; the one row of group 1 in class 1 sits near class 0:
+
+
+        >>> import torch
+        >>> from faircl.metrics import GroupRecallAtK
+        >>> z = torch.tensor([[0.0, 0.0], [0.1, 0.0], [0.9, 0.0], [5.0, 5.0], [5.1, 5.0], [1.0, 0.0]])
+        >>> labels = torch.tensor([0, 0, 0, 1, 1, 1])
+        >>> groups = torch.tensor([0, 0, 1, 0, 0, 1])
+        >>> metric = GroupRecallAtK(k=1, num_groups=2)
+        >>> metric.update(z, labels, groups)
+        >>> out = metric.compute()
+        >>> out["group_recall"]
+        tensor([1., 0.], dtype=torch.float64)
+        >>> out["gap_majority_minority"]
+        tensor(1., dtype=torch.float64)
     """
 
     higher_is_better = True
@@ -396,6 +413,15 @@ class CCEDGap(Metric):
     ``update(attribute_embeddings [N, A, D], neutral_embeddings [N, D])``; ``compute()`` returns a float64 scalar
     (lower is fairer; NaN before any tuple). Per-tuple values are ``cat`` states, so the DDP result equals the
     single-process one.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.metrics import CCEDGap
+        >>> metric = CCEDGap()
+        >>> attr = torch.tensor([[[1.0, 0.0], [0.0, 2.0]]])   # [N=1, A=2, D=2]: distances 1 and 2 to the neutral
+        >>> metric.update(attr, torch.zeros(1, 2))
+        >>> metric.compute()
+        tensor(1., dtype=torch.float64)
     """
 
     is_differentiable = False

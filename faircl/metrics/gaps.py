@@ -54,6 +54,12 @@ def majority_minority(values: Tensor, sizes: Tensor) -> Tensor:
     Args:
         values: per-group score ``[G]``.
         sizes: rows per group ``[G]``.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.metrics.gaps import majority_minority
+        >>> majority_minority(torch.tensor([0.9, 0.6]), sizes=torch.tensor([80, 20]))   # largest group minus smallest
+        tensor(0.3000, dtype=torch.float64)
     """
     values, sizes, present = _prepare(values, sizes)
     if int(present.sum()) < 2:
@@ -77,6 +83,12 @@ def worst_vs_rest(values: Tensor, sizes: Tensor, higher_is_better: bool = True, 
     Returns:
         ``mean(rest) − worst`` if ``higher_is_better`` else ``worst − mean(rest)``; positive when the worst group is
         behind the rest.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.metrics.gaps import worst_vs_rest
+        >>> worst_vs_rest(torch.tensor([0.9, 0.8, 0.5]), sizes=torch.tensor([10, 10, 10]))   # 0.5 vs 0.85
+        tensor(0.3500, dtype=torch.float64)
     """
     values, sizes, present = _prepare(values, sizes)
     if int(present.sum()) < 2:
