@@ -45,7 +45,8 @@ METHOD_ROWS: dict[str, tuple[str, str, str]] = {
 
 
 def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
+    """The cells of a table row (an escaped ``\\|`` stays inside its cell)."""
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
 
 
 def _first_cell(line: str) -> str:
@@ -133,6 +134,46 @@ def snippet(method: str, results: Path = RESULTS) -> str:
                       *found])
 
 
+def _column(header: str, *starts: str) -> int | None:
+    cells = _cells(header)
+    return next((i for i, c in enumerate(cells) if c.startswith(starts)), None)
+
+
+def overview(results: Path = RESULTS) -> str:
+    """One table over every method: its cost relative to CE and the verdicts of the claims that name it."""
+    rows = ["| method | cost × CE (from `overhead*.md`) | claims tested: verdicts (from `*_fairness.md`) |",
+            "|---|---|---|"]
+    baselines = {m for m, spec in METHOD_ROWS.items() if spec[2]}
+    for method in METHOD_ROWS:
+        costs = []
+        row_re = re.compile(METHOD_ROWS[method][0])
+        for name in OVERHEAD_FILES:
+            path = results / name
+            if not path.is_file():
+                continue
+            for context, table in tables(path.read_text()):
+                col = _column(table[0], "× CE")
+                for ln in table[2:]:
+                    if col is not None and row_re.search(_first_cell(ln)):
+                        costs.append(f"{_cells(ln)[col]} ({name.removesuffix('.md')})")
+        verdicts: dict[str, int] = {}
+        for line in finding_rows(method, results):
+            if line.startswith("|") and "**" in line and not line.startswith("| method"):
+                m = re.search(r"\*\*([^*]+)\*\*", _cells(line)[-1])
+                if m:
+                    verdicts[m.group(1)] = verdicts.get(m.group(1), 0) + 1
+        found = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items(), key=lambda kv: -kv[1])) or "none"
+        if method in baselines and verdicts:
+            found = f"baseline of {sum(verdicts.values())} claims"
+        rows.append(f"| [{method}]({PAGES[method]}.md) | {', '.join(costs) or 'not measured'} | {found} |")
+    return "\n".join(rows) + "\n"
+
+
+#: Page of each method under docs/methods/ (file name without .md).
+PAGES = {"CE": "ce", "ConFair": "confair", "TwoStageCL": "two_stage_cl", "OneStageCL": "one_stage_cl",
+         "Adversarial": "adversarial", "DiverseAdversarial": "diverse_adversarial", "INLP": "inlp", "DML": "dml",
+         "PARADE": "parade", "FairSamplingSimCLR": "fair_sampling_simclr", "SimCLR": "simclr", "CCD": "ccd"}
+
 _TMP: list[str] = []
 
 
@@ -144,6 +185,7 @@ def on_config(config, **kwargs):
     folder.mkdir(parents=True)
     for method in METHOD_ROWS:
         (folder / f"{method}.md").write_text(snippet(method))
+    (folder / "overview.md").write_text(overview())
     snippets = config["mdx_configs"].setdefault("pymdownx.snippets", {})
     base = snippets.get("base_path", ["."])
     snippets["base_path"] = [*([base] if isinstance(base, str) else base), tmp]
@@ -157,4 +199,4 @@ def on_post_build(config, **kwargs):
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(METHOD_ROWS):
-        print(snippet(name))
+        print(overview() if name == "overview" else snippet(name))
