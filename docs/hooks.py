@@ -11,10 +11,14 @@ added to the ``pymdownx.snippets`` base paths), which a method page includes wit
 
 Nothing is copied by hand: regenerating a results file changes the pages at the next build. A method without rows
 says so. Run ``python docs/hooks.py ConFair`` to print one snippet.
+
+It also typesets the equations (``$...$`` and ``$$...$$``, marked up by ``pymdownx.arithmatex``) as MathML at build
+time with ``latex2mathml``, so the pages need no script from the network to show them.
 """
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 import sys
@@ -190,6 +194,24 @@ def on_config(config, **kwargs):
     base = snippets.get("base_path", ["."])
     snippets["base_path"] = [*([base] if isinstance(base, str) else base), tmp]
     return config
+
+
+_MATH = re.compile(r'<(span|div) class="arithmatex">\\?(?:\\\(|\\\[)(.*?)(?:\\\)|\\\])</\1>', re.S)
+
+
+def mathml(page_html: str) -> str:
+    """Replace the ``arithmatex`` spans (inline) and divs (display) of a page by MathML."""
+    from latex2mathml.converter import convert  # deferred: a docs-only dependency
+
+    def one(m: re.Match) -> str:
+        display = "block" if m.group(1) == "div" else "inline"
+        return convert(html.unescape(m.group(2)).strip(), display=display)
+
+    return _MATH.sub(one, page_html)
+
+
+def on_page_content(page_html, **kwargs):
+    return mathml(page_html)
 
 
 def on_post_build(config, **kwargs):

@@ -4,7 +4,7 @@ re-wrap that keeps staged methods free of ``find_unused_parameters``.
 Gradient cache (``grad_cache_chunk = c``): the step embeds the batch (both views when the batch has ``x2``) in
 chunks of ``c`` rows without a graph, computes the method's :meth:`~faircl.methods.base.FairModule.losses` on the
 concatenated outputs (``h``, ``z``, ``logits``; the second view through
-:meth:`~faircl.methods.base.FairModule.view_outputs`), then re-embeds chunk by chunk with a graph (random state
+:func:`view_outputs`), then re-embeds chunk by chunk with a graph (random state
 replayed, so dropout masks match) and back-propagates the cached output gradients through
 ``manual_backward`` (mixed-precision loss scaling, DDP gradient sync on the last chunk only). The optimiser step
 runs inside the training step, so the module switches to manual optimisation; epoch schedulers are stepped at the

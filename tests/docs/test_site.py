@@ -178,3 +178,24 @@ def test_notebooks_appear_with_their_outputs(site):
         page = site / "notebooks" / nb.stem / "index.html"
         assert page.is_file(), nb.name
         assert page.read_text().count("jp-OutputArea-output") > 0, f"{nb.name} shows no output"
+
+
+def test_sphinx_roles_become_links_and_broken_ones_fail():
+    import griffe
+
+    spec = importlib.util.spec_from_file_location("faircl_docs_roles", DOCS / "griffe_roles.py")
+    roles = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(roles)
+    pkg = griffe.load("faircl", search_paths=[str(REPO)], resolve_aliases=False)
+    obj = pkg["metrics.functional.rates.eo_gap"]
+    # Relative name resolved in the object's module: an optional link.
+    out = roles.rewrite("see :func:`eo_gap_from_confusion`", obj, pkg)
+    assert 'identifier="faircl.metrics.functional.rates.eo_gap_from_confusion" optional' in out
+    # ``~`` shows the last component.
+    out = roles.rewrite(":class:`~faircl.methods.base.FairModule`", obj, pkg)
+    assert "<code>FairModule</code>" in out and 'identifier="faircl.methods.base.FairModule"' in out
+    # A faircl path naming nothing becomes a strict reference, which fails mkdocs build --strict.
+    assert roles.rewrite(":class:`faircl.data.pairs.Nothing`", obj, pkg) == \
+        "[<code>faircl.data.pairs.Nothing</code>][faircl.data.pairs.Nothing]"
+    # Other libraries stay code.
+    assert roles.rewrite(":class:`torchmetrics.Metric`", obj, pkg) == "<code>torchmetrics.Metric</code>"

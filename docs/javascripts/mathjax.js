@@ -1,7 +1,0 @@
-window.MathJax = {
-  tex: {inlineMath: [["\\(", "\\)"]], displayMath: [["\\[", "\\]"]], processEscapes: true, processEnvironments: true},
-  options: {ignoreHtmlClass: ".*|", processHtmlClass: "arithmatex"}
-};
-document$.subscribe(() => {
-  if (window.MathJax && MathJax.typesetPromise) { MathJax.startup.output.clearCache(); MathJax.typesetClear(); MathJax.texReset(); MathJax.typesetPromise(); }
-});
