@@ -199,3 +199,47 @@ def test_sphinx_roles_become_links_and_broken_ones_fail():
         "[<code>faircl.data.pairs.Nothing</code>][faircl.data.pairs.Nothing]"
     # Other libraries stay code.
     assert roles.rewrite(":class:`torchmetrics.Metric`", obj, pkg) == "<code>torchmetrics.Metric</code>"
+
+
+#: Where each section of the former long README lives now (a phrase of the section that its page must keep).
+README_HOMES = {
+    "Set-up: two commands (constraints, GPU)": ("guides/installing.md", "constraints.txt"),
+    "Offline models": ("guides/installing.md", "pretrained=False"),
+    "Use: the command-line workflow": ("guides/cli.md", "faircl export  --ckpt_path"),
+    "Use: exit codes": ("guides/cli.md", "FAIRCL_DEBUG=1"),
+    "Use: runs": ("guides/cli.md", "lightning_logs/version_<n>/"),
+    "Use: checkpoints": ("guides/cli.md", "--ckpt_path best"),
+    "Use: reports": ("guides/cli.md", "report.json"),
+    "Use: predictions": ("guides/cli.md", "predictions.csv"),
+    "Use: names": ("guides/cli.md", "an unknown name"),
+    "Use: optimisers": ("guides/cli.md", "`--optimizer.lr` is refused"),
+    "Selecting models for fairness": ("guides/model-selection.md", "val/balanced_dto"),
+    "In Python or a notebook (subclassing)": ("guides/custom-method.md", "super().losses(batch, out)"),
+    "encoder=auto and not applicable": ("methods/index.md", "not applicable"),
+    "Scaling out: DDP": ("guides/scaling.md", "gather_distributed: true"),
+    "Scaling out: launchers": ("guides/scaling.md", "srun faircl fit"),
+    "Scaling out: gradient cache": ("guides/scaling.md", "grad_cache_chunk: 64"),
+    "Layout": ("architecture.md", "mining.py     triplet miners"),
+    "Data": ("guides/data.md", "utkface_subset"),
+    "Results and performance: scripts": ("benchmarks/index.md", "benchmarks/loss_memory.py"),
+    "Results and performance: figures": ("benchmarks/index.md", "How `GroupFairness` gets there"),
+    "Results: verdict rule": ("benchmarks/index.md", "benchmarks/_stats.py"),
+    "Results: what the analysis shows": ("benchmarks/index.md", "Polish hate speech"),
+    "Security and reliability": ("guides/security.md", "redirects are never followed"),
+    "Environment variables": ("guides/data.md", "FAIRCL_LLM_BASE_URL"),
+    "Evaluation commands": ("guides/cli.md", "python -m faircl.eval.embedding_bias"),
+}
+
+
+@pytest.mark.parametrize("section", sorted(README_HOMES))
+def test_every_former_readme_section_has_a_home(section):
+    page, phrase = README_HOMES[section]
+    assert phrase in (DOCS / page).read_text(), f"README section {section!r} lost from docs/{page}"
+
+
+def test_readme_is_short_and_links_to_the_site():
+    readme = (REPO / "README.md").read_text()
+    outside = readme.split("<!-- results-summary:start -->")[0] + readme.split("<!-- results-summary:end -->")[1]
+    assert len(outside.splitlines()) < 80
+    for page in re.findall(r"\(docs/([\w/.-]+\.md)\)", readme):
+        assert (DOCS / page).is_file(), page
