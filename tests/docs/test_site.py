@@ -214,7 +214,7 @@ README_HOMES = {
     "Use: names": ("guides/cli.md", "an unknown name"),
     "Use: optimisers": ("guides/cli.md", "`--optimizer.lr` is refused"),
     "Selecting models for fairness": ("guides/model-selection.md", "val/balanced_dto"),
-    "In Python or a notebook (subclassing)": ("guides/custom-method.md", "super().losses(batch, out)"),
+    "In Python or a notebook (subclassing)": ("examples/custom_method.py", "super().losses(batch, out)"),
     "encoder=auto and not applicable": ("methods/index.md", "not applicable"),
     "Scaling out: DDP": ("guides/scaling.md", "gather_distributed: true"),
     "Scaling out: launchers": ("guides/scaling.md", "srun faircl fit"),
