@@ -1,6 +1,6 @@
 """CCD: content-conditional debiasing of a text encoder (CCD paper, eqs. 2–4).
 
-Trained on counterfactual tuples (:class:`faircl.data.counterfactual.CounterfactualTuples`): for a tuple
+Trained on counterfactual tuples (:class:`faircl.data.counterfactual.tuples.CounterfactualTuples`): for a tuple
 ``(S^{a_1}, …, S^{a_G}, S^n)`` the encoder ``f`` is pulled towards *equal* kernel similarity of every attribute
 version to the neutral one (``L_bias``) while the neutral embedding stays where the original encoder put it
 (``L_rep``):
@@ -46,7 +46,7 @@ RHO_ESTIMATES = ("median", "std", "mean", "variance")
 class CCD(FairModule):
     """Content-conditional debiasing of a text encoder; no classifier (the product is the encoder itself).
 
-    Batches come from :class:`~faircl.data.counterfactual.CounterfactualTuples`: ``batch["x"]`` is a list of ``G + 1`` lists
+    Batches come from :class:`~faircl.data.counterfactual.tuples.CounterfactualTuples`: ``batch["x"]`` is a list of ``G + 1`` lists
     of ``B`` strings (the G attribute versions, then the neutral one).
 
     Args:
