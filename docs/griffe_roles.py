@@ -11,6 +11,10 @@ or ``:mod:`faircl.losses.distributed```. Each role is resolved in the scope of t
 - anything else (torch, torchmetrics, a name that cannot be resolved) is shown as code.
 
 ``~`` shows the last component only, as in Sphinx.
+
+It also unwraps the displayed equations of the docstrings: a block of indented lines that are each one ``literal``
+(an RST block quote, e.g. ``ℓ_i = −1/|P(i)| Σ ...``) is a Markdown code block, where the double backticks would show;
+they are removed, so the block shows the equation alone.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 
 import griffe
 
+EQUATION = re.compile(r"^(\s+)``((?:(?!``).)+)``([.,;:]?)\s*$")
 ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|data|attr|exc|obj|const):`(~?)\.?([\w.]+)`")
 
 
@@ -51,6 +56,21 @@ def _resolve(obj: griffe.Object, name: str) -> str | None:
     return f"{base}.{rest}" if rest else base
 
 
+def unwrap_equations(text: str) -> str:
+    """Remove the double backticks of indented one-literal lines that open a block (after a blank line)."""
+    lines = text.split("\n")
+    in_block = False
+    for i, line in enumerate(lines):
+        m = EQUATION.match(line)
+        starts = i > 0 and not lines[i - 1].strip()
+        if m and (starts or in_block):
+            lines[i] = f"{m.group(1)}{m.group(2)}{m.group(3)}"
+            in_block = True
+        else:
+            in_block = False
+    return "\n".join(lines)
+
+
 def rewrite(text: str, obj: griffe.Object, pkg: griffe.Module) -> str:
     """``text`` with its Sphinx roles replaced by Markdown / autorefs cross-references."""
 
@@ -76,6 +96,6 @@ class SphinxRoles(griffe.Extension):
         stack: list[griffe.Object] = [pkg]
         while stack:
             obj = stack.pop()
-            if obj.docstring is not None and ":" in obj.docstring.value:
-                obj.docstring.value = rewrite(obj.docstring.value, obj, pkg)
+            if obj.docstring is not None:
+                obj.docstring.value = unwrap_equations(rewrite(obj.docstring.value, obj, pkg))
             stack += [member for member in obj.members.values() if not member.is_alias]

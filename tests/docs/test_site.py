@@ -257,3 +257,13 @@ def test_readme_is_short_and_links_to_the_site():
     assert len(outside.splitlines()) < 80
     for page in re.findall(r"\(docs/([\w/.-]+\.md)\)", readme):
         assert (DOCS / page).is_file(), page
+
+
+def test_displayed_equations_lose_their_backticks():
+    spec = importlib.util.spec_from_file_location("faircl_docs_roles2", DOCS / "griffe_roles.py")
+    roles = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(roles)
+    text = "For anchor i:\n\n    ``ℓ_i = −log p_i``.\n\nArgs:\n    z: ``[B, d]``\n        ``x`` continues"
+    out = roles.unwrap_equations(text)
+    assert "\n    ℓ_i = −log p_i.\n" in out
+    assert "z: ``[B, d]``" in out and "        ``x`` continues" in out  # not a displayed block: unchanged
