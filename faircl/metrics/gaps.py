@@ -114,6 +114,13 @@ def top_vs_bottom_half(values: Tensor, sizes: Tensor, by: str | Sequence[int] = 
 
     Returns:
         The gap; with an odd number of present groups the middle one is left out.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.metrics.gaps import top_vs_bottom_half
+        >>> values, sizes = torch.tensor([0.9, 0.8, 0.6, 0.5]), torch.tensor([10, 10, 10, 10])
+        >>> top_vs_bottom_half(values, sizes)   # mean of groups 0, 1 minus mean of groups 2, 3
+        tensor(0.3000, dtype=torch.float64)
     """
     values, sizes, present = _prepare(values, sizes)
     if isinstance(by, str):
@@ -141,6 +148,12 @@ def minority_gap(values: Tensor, sizes: Tensor, minority: Sequence[int], higher_
 
     For a lower-is-better score (``higher_is_better=False``, e.g. U_KL) the sign flips, so a positive gap always
     means the minoritised groups are behind. NaN when either side has no present group.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.metrics.gaps import minority_gap
+        >>> minority_gap(torch.tensor([0.9, 0.8, 0.5]), torch.tensor([50, 30, 20]), minority=[2])   # 0.8625 − 0.5
+        tensor(0.3625, dtype=torch.float64)
     """
     values, sizes, present = _prepare(values, sizes)
     is_min = torch.zeros(values.shape[0], dtype=torch.bool)

@@ -47,6 +47,13 @@ def tradeoff_score(rows: Sequence[Mapping[str, float]], accuracy: str = "accurac
 
     Returns:
         float64 array ``[len(rows)]``.
+
+    Examples:
+        >>> from faircl.metrics.tradeoff import tradeoff_score
+        >>> runs = [{"accuracy": 0.80, "gap": 0.10, "leakage_h": 0.60, "leakage_y": 0.55},
+        ...         {"accuracy": 0.75, "gap": 0.02, "leakage_h": 0.52, "leakage_y": 0.51}]
+        >>> tradeoff_score(runs).round(4)
+        array([0.9486, 0.9688])
     """
     rows = list(rows)
     if not rows:

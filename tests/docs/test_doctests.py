@@ -13,7 +13,7 @@ import faircl.losses
 import faircl.metrics
 
 #: Fewer examples than this means some were deleted or stopped being collected.
-MIN_DOCSTRINGS_WITH_EXAMPLES = 30
+MIN_DOCSTRINGS_WITH_EXAMPLES = 41
 
 
 def _modules() -> list[str]:

@@ -345,7 +345,17 @@ def fpr_gap_rms(preds: Tensor, target: Tensor, groups: Tensor, num_classes: int,
 
 def ppr_gap_rms(preds: Tensor, target: Tensor, groups: Tensor, num_classes: int, num_groups: int,
                 smoothing: float = 0.0) -> Tensor:
-    """Positive-prediction-rate version of :func:`tpr_gap_rms` (fairlib ``PPR_GAP``). Scalar float64."""
+    """Positive-prediction-rate version of :func:`tpr_gap_rms` (fairlib ``PPR_GAP``). Scalar float64.
+
+    Examples:
+        >>> import torch
+        >>> preds  = torch.tensor([1, 1, 0, 1, 0, 0, 1, 0])
+        >>> target = torch.tensor([1, 1, 0, 0, 1, 0, 1, 0])
+        >>> groups = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+        >>> from faircl.metrics.functional import ppr_gap_rms
+        >>> ppr_gap_rms(preds, target, groups, num_classes=2, num_groups=2)   # P(ŷ=y | a): 0.75 vs 0.25 for both classes
+        tensor(0.5000, dtype=torch.float64)
+    """
     cm = group_confusion(preds, target, groups, num_classes, num_groups)
     return rate_gap_rms_from_confusion(cm, "ppr", smoothing)
 
@@ -368,7 +378,24 @@ def demographic_parity_gap(preds: Tensor, target: Tensor, groups: Tensor, num_cl
 
 def equalized_odds_difference(preds: Tensor, target: Tensor, groups: Tensor, num_classes: int,
                               num_groups: int) -> Tensor:
-    """Equalized-odds difference (see :func:`equalized_odds_difference_from_confusion`). Scalar float64."""
+    """Equalized-odds difference (see :func:`equalized_odds_difference_from_confusion`). Scalar float64.
+
+    Examples:
+        >>> import torch
+        >>> preds  = torch.tensor([1, 1, 0, 1, 0, 0, 1, 0])
+        >>> target = torch.tensor([1, 1, 0, 0, 1, 0, 1, 0])
+        >>> groups = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+        >>> from faircl.metrics.functional import equalized_odds_difference
+        >>> equalized_odds_difference(preds, target, groups, num_classes=2, num_groups=2)   # max(|1 − 0.5|, |0.5 − 0|)
+        tensor(0.5000, dtype=torch.float64)
+
+
+        One group alone has no gap (undefined, not 0):
+
+
+        >>> equalized_odds_difference(preds[:4], target[:4], groups[:4], num_classes=2, num_groups=2)
+        tensor(nan, dtype=torch.float64)
+    """
     cm = group_confusion(preds, target, groups, num_classes, num_groups)
     return equalized_odds_difference_from_confusion(cm)
 
