@@ -141,7 +141,7 @@ def bench_losses(sizes: list[int], dim: int, repeats: int) -> list[tuple[int, st
         def step(fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[], None]:
             return synced(lambda: fn(z0.clone().requires_grad_(True)).backward())
 
-        times = interleaved({name: step(fn) for name, fn in cases.items()}, repeats)
+        times = interleaved({name: step(fn) for name, fn in cases.items()}, repeats, sync=torch.cuda.synchronize)
         for name, med, ratio, lo, hi in summarise(times, next(iter(cases))):
             rows.append((batch, name, med * 1e3, ratio, lo, hi))
             print(f"B={batch:6d} {name:34s} {med * 1e3:8.2f} ms  {ratio:5.2f}× floor [{lo:.2f}, {hi:.2f}]", flush=True)

@@ -16,7 +16,10 @@ import json
 import resource
 import subprocess
 import sys
-import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _timing as T  # noqa: E402
 
 IN_DIM, WIDTH, DEPTH, OUT_DIM = 256, 1024, 8, 128
 
@@ -54,15 +57,16 @@ def child(batch: int, chunk: int | None) -> None:
         return supcon_loss(torch.cat([z1, z2]), torch.cat([y, y])) + cs_infonce_loss(z1, z2, y, a)
 
     before = current_rss_mb()
-    start = time.perf_counter()
+    watch = T.Stopwatch()
+    watch.start()
     if chunk is None:
         loss = loss_fn(enc(x1), enc(x2))
         loss.backward()
     else:
         GradientCache(enc, loss_fn, chunk_size=chunk)(x1, x2)
-    seconds = time.perf_counter() - start
+    seconds = watch.stop()[0]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"before_mb": before, "peak_mb": peak, "seconds": seconds}))
+    print(json.dumps({"before_mb": before, "peak_mb": peak, "seconds": seconds, "load": T.load_sample()}))
 
 
 def method_child(batch: int, chunk: int | None) -> None:
@@ -86,10 +90,12 @@ def method_child(batch: int, chunk: int | None) -> None:
     class Probe(L.Callback):
         def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
             stats["before_mb"] = current_rss_mb()
-            stats["start"] = time.perf_counter()
+            stats["watch"] = T.Stopwatch()
+            stats["watch"].start()
 
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-            stats["seconds"] = time.perf_counter() - stats.pop("start")
+            stats["seconds"] = stats.pop("watch").stop()[0]
+            stats["load"] = T.load_sample()
             stats["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     trainer = L.Trainer(**quiet_trainer_kwargs(max_steps=2, limit_val_batches=0, callbacks=[Probe()]))
@@ -115,7 +121,16 @@ def method_table(chunk: int) -> str:
         f"MLP encoder {IN_DIM}→{WIDTH}×{DEPTH} (tanh), float32 CPU, 1 thread, the second of two steps (Adam state "
         "allocated). With `grad_cache_chunk` the module runs the gradient cache inside its step (manual "
         "optimisation): activation memory of one chunk, the loss over all 1,024 rows, about twice the encoder "
-        "compute of a plain step on the same rows.\n")
+        "compute of a plain step on the same rows. " + _load_note(results) + "\n")
+
+
+def _load_note(results: list[tuple[str, dict]]) -> str:
+    """Load average and runnable tasks at the end of each step (benchmarks/_timing.py), and whether any was busy."""
+    seen = [r.get("load", (float("nan"), -1)) for _, r in results]
+    busy = any(run > T.cores() or load > T.cores() for load, run in seen)
+    cells = ", ".join(f"{load:.1f} / {run}" for load, run in seen)
+    return (f"Load average / runnable tasks after each step: {cells} on {T.cores()} core(s)"
+            + (" — **busy machine**: times are inflated." if busy else " (quiet)."))
 
 
 def measure(batch: int, chunk: int | None, mode: str = "--child") -> dict:
@@ -169,7 +184,7 @@ def main() -> None:
         f"\n\nMLP {IN_DIM}→{WIDTH}×{DEPTH}→{OUT_DIM} (GELU), two views, loss = SupCon + CS-InfoNCE, float32 CPU, 1 thread. "
         "Peak RSS includes the interpreter, torch, weights, gradients and the inputs; growth is the peak minus the "
         "resident memory right before the step. GradientCache runs the encoder twice (once without graph), so about "
-        "2× the compute of a plain step, plus small-chunk inefficiency on CPU.\n"
+        "2× the compute of a plain step, plus small-chunk inefficiency on CPU. " + _load_note(results) + "\n"
     )
     print(md)
     if args.write:

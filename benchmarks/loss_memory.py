@@ -23,7 +23,10 @@ import platform
 import resource
 import subprocess
 import sys
-import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _timing as T  # noqa: E402
 
 TAU = 0.1
 CASES = ("floor logsumexp(z zᵀ/τ)", "supcon_loss", "supcon streamed (forced)")
@@ -56,9 +59,10 @@ def child(case: str, batch: int, dim: int, threads: int, repeats: int) -> dict:
 
     def once(z0: torch.Tensor, y: torch.Tensor) -> float:
         z = z0.clone().requires_grad_(True)
-        start = time.process_time()
+        watch = T.Stopwatch()
+        watch.start()
         fn(z, y).backward()
-        return time.process_time() - start
+        return watch.stop()[1]
 
     once(*make(64))
     z0, y = make(batch)
@@ -66,7 +70,7 @@ def child(case: str, batch: int, dim: int, threads: int, repeats: int) -> dict:
     first = once(z0, y)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
     times = [first] + [once(z0, y) for _ in range(repeats)]
-    return {"growth": max(0, peak - base), "time": min(times)}
+    return {"growth": max(0, peak - base), "time": min(times), "load": T.load_sample()}
 
 
 def measure(case: str, batch: int, dim: int, threads: int, repeats: int) -> dict:
@@ -104,9 +108,19 @@ def to_markdown(rows: dict, sizes: list[int], dim: int, threads: int, repeats: t
         f"torch {torch.__version__}. Peak growth = peak resident set size of a fresh child process during one "
         f"forward+backward minus its resident size just before (inputs excluded); time = CPU time, best of "
         f"{repeats[1] + 1} runs (B ≤ 4,096) or {repeats[0] + 1} runs (larger B) in that child. The streamed path was "
-        f"forced only where `supcon_loss` is still dense (B ≤ {dense_max:,}); above, they are the same code."
+        f"forced only where `supcon_loss` is still dense (B ≤ {dense_max:,}); above, they are the same code. "
+        + _load_note(rows)
     )
     return "\n".join(lines) + "\n\n" + meta + "\n"
+
+
+def _load_note(rows: dict) -> str:
+    """Highest load average / runnable tasks seen by the children (benchmarks/_timing.py), and whether it was busy."""
+    seen = [r.get("load", (float("nan"), -1)) for r in rows.values()]
+    load, run = max(v[0] for v in seen), max(v[1] for v in seen)
+    busy = run > T.cores() or load > T.cores()
+    return (f"Highest load average / runnable tasks seen: {load:.1f} / {run} on {T.cores()} core(s)"
+            + (" — **busy machine**: times are inflated." if busy else " (quiet)."))
 
 
 def main() -> None:

@@ -3,8 +3,9 @@
 The floor is ``logsumexp(z @ z.T / τ, dim=1).sum()`` forward+backward: every softmax-contrastive loss over a
 ``[B, d]`` batch must at least do this. Times are CPU time of the process (``time.process_time``; run with
 ``--threads 1`` so it is the work done, little disturbed by other load on the machine). As written it spends one extra ``[B, B]`` pass on the division; the
-"tight floor" scales ``z`` first (``[B, d]``), which is what the faircl losses do, so both are shown. All functions run interleaved in the same process (round-robin, best of
-``--repeats`` rounds) so the ratios are measured side by side under the same machine load.
+"tight floor" scales ``z`` first (``[B, d]``), which is what the faircl losses do, so both are shown. All functions run interleaved in the same process
+(``benchmarks/_timing.py``: rotated rounds, median of ``--repeats``, load average beside every figure) so the ratios
+are measured side by side under the same machine load.
 
     python benchmarks/losses.py                     # B = 512, 2048, 4096; d = 128
     python benchmarks/losses.py --sizes 512 --repeats 3 --write benchmarks/results/losses.md
@@ -14,13 +15,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
+import sys
+from pathlib import Path
 from typing import Callable
 
 import torch
 
-from faircl.losses import cs_infonce_loss, fcl_loss, nt_xent_loss, supcon_loss
-from faircl.mining import fair_negative_weights
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _timing as T  # noqa: E402
+
+from faircl.losses import cs_infonce_loss, fcl_loss, nt_xent_loss, supcon_loss  # noqa: E402
+from faircl.mining import fair_negative_weights  # noqa: E402
 
 TAU = 0.1
 
@@ -53,11 +58,16 @@ def make_cases(batch: int, dim: int) -> dict[str, Callable[[torch.Tensor], torch
     return cases
 
 
-def time_once(fn: Callable[[torch.Tensor], torch.Tensor], z0: torch.Tensor) -> float:
-    z = z0.clone().requires_grad_(True)
-    start = time.process_time()
-    fn(z).backward()
-    return time.process_time() - start
+def step(fn: Callable[[torch.Tensor], torch.Tensor], z0: torch.Tensor) -> Callable[[], None]:
+    """One forward+backward of ``fn`` on a fresh leaf copy of ``z0`` (the copy is not timed)."""
+    def run() -> tuple[float, float]:
+        z = z0.clone().requires_grad_(True)
+        watch = T.Stopwatch()
+        watch.start()
+        fn(z).backward()
+        return watch.stop()
+
+    return run
 
 
 def run(sizes: list[int], dim: int, repeats: int) -> list[tuple[int, str, float, float]]:
@@ -67,20 +77,22 @@ def run(sizes: list[int], dim: int, repeats: int) -> list[tuple[int, str, float,
         # exp() underflows into subnormals, which slows the floor (not the losses, which normalise) several-fold.
         z0 = torch.nn.functional.normalize(torch.randn(batch, dim, generator=torch.Generator().manual_seed(1)), dim=1)
         cases = make_cases(batch, dim)
-        for fn in cases.values():  # warm-up
-            time_once(fn, z0)
-        times: dict[str, list[float]] = {name: [] for name in cases}
+        timings = T.measure({name: step(fn, z0) for name, fn in cases.items()}, rounds=repeats, warmup=1)
         names = list(cases)
-        for r in range(repeats):
-            order = names[r % len(names) :] + names[: r % len(names)]
-            for name in order:
-                times[name].append(time_once(cases[name], z0))
-        floor = min(times[names[0]])
+        floor = timings[names[0]]
         for name in names:
-            med = min(times[name])
-            rows.append((batch, name, med * 1e3, med / floor))
-            print(f"B={batch:5d}  {name:32s} {med * 1e3:9.1f} ms   {med / floor:5.2f}× floor", flush=True)
+            t = timings[name]
+            med = t.median("cpu")
+            ratio = T.paired_ratio(t, floor, "cpu")[0]
+            rows.append((batch, name, med * 1e3, ratio))
+            print(f"B={batch:5d}  {name:32s} {med * 1e3:9.1f} ms   {ratio:5.2f}× floor   load {t.load_cell()}",
+                  flush=True)
+        BUSY.extend(timings.values())
     return rows
+
+
+#: every timing of the run, for the load note under the table
+BUSY: list[T.Timing] = []
 
 
 def to_markdown(rows: list[tuple[int, str, float, float]], dim: int, repeats: int, threads: int) -> str:
@@ -95,7 +107,9 @@ def to_markdown(rows: list[tuple[int, str, float, float]], dim: int, repeats: in
         lines.append(f"| {n} | " + " | ".join(cells) + " |")
     meta = (
         f"d = {dim}, τ = {TAU}, 10 classes, 2 groups, float32 on CPU, torch {torch.__version__}, "
-        f"{threads} thread(s); CPU time (process_time), best of {repeats} interleaved rounds; ratio = time / floor time in the same run."
+        f"{threads} thread(s); CPU time (process_time), median of {repeats} interleaved rounds after a warm-up round "
+        "(benchmarks/_timing.py); ratio = median over rounds of time / floor time in the same round. "
+        f"{T.machine_line(T.machine())} {T.busy_note(BUSY)}"
     )
     notes = (
         "`cs_infonce_loss` and `fcl_loss(conditioning=\"class\")` only need the similarities inside each (class, "

@@ -16,37 +16,40 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
+import sys
 import warnings
+from pathlib import Path
 
 import torch
 
-from faircl.metrics import GroupFairness, GroupRecallAtK
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _timing as T  # noqa: E402
+
+from faircl.metrics import GroupFairness, GroupRecallAtK  # noqa: E402
 
 
-def interleaved(fns: dict, repeats: int) -> dict[str, list[float]]:
-    """Times of every contender, run in turn within each repeat (A, B, C, A, B, C, ...) after one warm-up call."""
-    times = {name: [] for name in fns}
-    for fn in fns.values():  # warm-up
-        fn()
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-    return times
+def interleaved(fns: dict, repeats: int, sync=None) -> dict[str, T.Timing]:
+    """Every contender timed ``repeats`` times in rotated rounds after one warm-up round (:func:`_timing.measure`)."""
+    return T.measure(fns, rounds=repeats, warmup=1, sync=sync)
 
 
-def summarise(times: dict[str, list[float]], floor: str) -> list[tuple[str, float, float, float, float]]:
+def summarise(times: dict[str, T.Timing], floor: str) -> list[tuple[str, float, float, float, float]]:
     """``(name, median time, median ratio, 25th, 75th percentile ratio)``; a ratio divides each repeat's time by the
     floor's time in the same repeat, so a slow phase of the machine hits both sides of it."""
     rows = []
-    for name, ts in times.items():
-        ratios = sorted(t / f for t, f in zip(ts, times[floor])) if len(ts) == len(times[floor]) else [
-            statistics.median(ts) / statistics.median(times[floor])]
+    base = times[floor].wall
+    for name, t in times.items():
+        ts = t.wall
+        ratios = sorted(a / b for a, b in zip(ts, base)) if len(ts) == len(base) else [
+            statistics.median(ts) / statistics.median(base)]
         q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
         rows.append((name, statistics.median(ts), statistics.median(ratios), q[0], q[-1]))
     return rows
+
+
+def load_summary(times: dict[str, T.Timing]) -> str:
+    """The machine's load beside the figures (and whether any was taken on a busy machine)."""
+    return T.busy_note(list(times.values()))
 
 
 def bench_group_fairness(n: int, repeats: int, with_fairlearn: bool):
@@ -100,6 +103,7 @@ def bench_group_fairness(n: int, repeats: int, with_fairlearn: bool):
     except ImportError:
         pass
     times = interleaved(fns, repeats)
+    print(load_summary(times))
     if with_fairlearn:
         from fairlearn.metrics import MetricFrame, false_positive_rate, selection_rate, true_positive_rate
         from sklearn.metrics import accuracy_score
@@ -143,6 +147,7 @@ def bench_recall(n: int, d: int, repeats: int) -> list[tuple[str, float]]:
 
     times = interleaved({"chunked matmul + argmax floor": floor, "GroupRecallAtK (euclidean)": ours,
                          "GroupRecallAtK (cosine)": ours_cos}, repeats)
+    print(load_summary(times))
     return summarise(times, "chunked matmul + argmax floor")
 
 
@@ -158,6 +163,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     n_pred, n_emb, reps = (100_000, 4_000, 5) if args.quick else (1_000_000, 20_000, 41)
+    print(T.machine_line(T.machine()))
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; ratio = median over repeats of "
           "(time / floor time in the same repeat), [25th, 75th percentile]")
     print(f"\nGroupFairness update + compute, N = {n_pred:,}, 4 groups, 2 classes (target <= 3x the floor)")

@@ -9,6 +9,9 @@
   good file in place (never a truncated one).
 * :func:`check_finite_terms` is the training-time guard of ``FairModule.training_step``: it stops at the first
   non-finite loss term, naming the step, the term and the batch's row ids.
+* :class:`FairCheckpoint` is the checkpoint policy of every faircl method (``FairModule.configure_callbacks``
+  returns it, so a plain ``Trainer`` keeps the same ``best`` as the ``faircl`` command): ``last.ckpt`` plus the best
+  checkpoint by the method's monitored metric, chosen among the epochs of the method's final training stage.
 * :class:`EpochSeed` is a callback that seeds Python, NumPy and torch from ``(seed, epoch, batch)`` before every
   training step, so the randomness of a step (dropout) does not depend on what ran before: an epoch re-run after a
   resume is identical to the uninterrupted one.
@@ -22,6 +25,7 @@ import random
 import re
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +33,11 @@ import lightning.pytorch as L
 import numpy as np
 import torch
 from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
+from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.utilities import rank_zero_info
 
-__all__ = ["AtomicCheckpointIO", "CheckpointError", "EpochSeed", "check_checkpoint", "check_finite_terms",
-           "load_checkpoint"]
+__all__ = ["AtomicCheckpointIO", "CheckpointError", "EpochSeed", "FairCheckpoint", "check_checkpoint",
+           "check_finite_terms", "final_stage_or_unreachable", "is_default_checkpoint", "load_checkpoint"]
 
 
 class CheckpointError(ValueError):
@@ -54,10 +60,12 @@ def _diagnose(path: Path, err: BaseException) -> str:
         return f"not a PyTorch checkpoint ({size} bytes of unrecognised data)"
     if is_zip and not zipfile.is_zipfile(path):
         return f"truncated or corrupt zip archive ({size} bytes)"
-    found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", msg)
+    found = re.search(r"(?:unsupported|not an allowed) GLOBAL ([\w.]+)|GLOBAL ([\w.]+) (?:was not|is not) an allowed",
+                      msg, flags=re.IGNORECASE)
     if isinstance(err, pickle.UnpicklingError) and found:
-        return (f"holds objects that are not plain tensors or containers ({found.group(1)}); it is refused because "
-                "loading it could run code from the file (re-save it as a plain state_dict if you trust it)")
+        name = found.group(1) or found.group(2)
+        return (f"refused: the file holds code ({name}), not only tensors and plain data; faircl never runs code "
+                "from files")
     if is_pickle:
         return f"truncated or corrupt pickle data ({size} bytes; {_first_line(err)})"
     return f"corrupt checkpoint archive ({_first_line(err)})"
@@ -148,9 +156,78 @@ class AtomicCheckpointIO(TorchCheckpointIO):
 
     def load_checkpoint(self, path: Any, map_location: Any = "cpu", weights_only: bool | None = None) -> dict:
         if weights_only is False:
-            raise CheckpointError(f"checkpoint {str(path)!r}: weights_only=False is not allowed by "
+            raise CheckpointError(f"checkpoint {str(path)!r}: loading with weights_only set to False is not allowed by "
                                   f"{type(self).__name__} (it would run code from the file)")
         return load_checkpoint(path, map_location=map_location)
+
+
+class FairCheckpoint(ModelCheckpoint):
+    """``last.ckpt`` (rewritten at every validation) plus the best checkpoint by the model's monitored metric.
+
+    When the monitored metric is not logged (no validation split, or a method that does not log it) the run keeps
+    ``last.ckpt`` and says once that no best checkpoint is kept, instead of failing.
+
+    For a method trained in stages (TwoStageCL, INLP, the ConFair pipeline, FairSamplingSimCLR, ...) the best
+    checkpoint is chosen among the epochs of its final stage whenever the run reaches that stage: an earlier epoch
+    is an unfinished model (e.g. INLP before its projection is fitted, a classifier head not yet trained).
+
+    Args:
+        monitor: the validation metric (e.g. ``val/accuracy``).
+        mode: ``min`` | ``max``.
+        **kwargs: other :class:`~lightning.pytorch.callbacks.ModelCheckpoint` arguments (``dirpath``, ...).
+    """
+
+    def __init__(self, monitor: str, mode: str, **kwargs: Any) -> None:
+        super().__init__(monitor=monitor, mode=mode, save_last=True, save_top_k=1, filename="best-{epoch}-{step}",
+                         **kwargs)
+        self._said_missing = False
+        self._last_written_at = -1
+
+    def _save_topk_checkpoint(self, trainer, monitor_candidates: dict[str, torch.Tensor]) -> None:
+        if not final_stage_or_unreachable(trainer):
+            self._save_last_checkpoint(trainer, monitor_candidates)
+            return
+        if self.monitor in monitor_candidates:
+            super()._save_topk_checkpoint(trainer, monitor_candidates)
+        elif not self._said_missing:
+            self._said_missing = True
+            rank_zero_info(f"faircl: {self.monitor!r} is not logged, so only last.ckpt is kept (choose a logged "
+                           f"metric with --model.monitor; logged: {sorted(monitor_candidates)})")
+        # Lightning writes last.ckpt only when a top-k file was written; here it follows every epoch.
+        self._save_last_checkpoint(trainer, monitor_candidates)
+
+    def _save_last_checkpoint(self, trainer, monitor_candidates: dict[str, torch.Tensor]) -> None:
+        if self._last_written_at == trainer.global_step:
+            return
+        super()._save_last_checkpoint(trainer, monitor_candidates)
+        self._last_written_at = trainer.global_step
+
+
+def final_stage_or_unreachable(trainer) -> bool:
+    """True when the model is in its final training stage, or when ``max_epochs`` never reaches that stage (then
+    every epoch may be selected). Models without stages are always in their final stage."""
+    module = trainer.lightning_module
+    if not hasattr(module, "stage_epochs"):
+        return True
+    final = module.stage_epochs()[-1][0]
+    if module.stage_at(trainer.current_epoch) == final:
+        return True
+    last_epoch = trainer.max_epochs - 1 if trainer.max_epochs and trainer.max_epochs > 0 else None
+    return last_epoch is not None and module.stage_at(last_epoch) != final
+
+
+_DEFAULT_CHECKPOINT = ModelCheckpoint()
+
+
+def is_default_checkpoint(callback: Any) -> bool:
+    """Whether ``callback`` is the ``ModelCheckpoint`` a ``Trainer`` adds by itself (``enable_checkpointing=True``
+    and no checkpoint callback given): exactly that class, every option at its default. Any other checkpoint
+    callback was chosen by the user (or the ``faircl`` command) and is kept as it is."""
+    if type(callback) is not ModelCheckpoint:
+        return False
+    options = ("monitor", "dirpath", "filename", "save_last", "save_top_k", "mode", "every_n_epochs",
+               "_every_n_train_steps", "_train_time_interval", "save_weights_only", "_save_on_train_epoch_end")
+    return all(getattr(callback, k, None) == getattr(_DEFAULT_CHECKPOINT, k, None) for k in options)
 
 
 class EpochSeed(L.Callback):
@@ -182,8 +259,10 @@ class EpochSeed(L.Callback):
         self._reseed(trainer, 1, int(batch_idx))
 
 
-def check_finite_terms(terms: dict[str, torch.Tensor], batch: dict[str, Any], context: str) -> None:
-    """Raise ``FloatingPointError`` naming ``context`` (the step), the first non-finite term and the batch's ``idx``.
+def check_finite_terms(terms: dict[str, torch.Tensor], batch: dict[str, Any],
+                       context: str | Callable[[], str]) -> None:
+    """Raise ``FloatingPointError`` naming ``context`` (the step; a callable is called only when raising), the first
+    non-finite term and the batch's ``idx``.
 
     One device sync: every term is checked in a single ``isfinite`` over their concatenation.
     """
@@ -202,5 +281,7 @@ def check_finite_terms(terms: dict[str, torch.Tensor], batch: dict[str, Any], co
     rows = idx.reshape(-1).tolist() if isinstance(idx, torch.Tensor) else idx
     shown = f"{list(rows)[:20]}{' ...' if rows is not None and len(rows) > 20 else ''}"
     value = float(v[0]) if v.numel() == 1 else "non-finite"
+    if callable(context):
+        context = context()
     raise FloatingPointError(f"{context}: loss term {name!r} is {value}; batch rows idx={shown}. Check those rows "
                              "of the data, the learning rate and the loss temperature.")

@@ -1,4 +1,5 @@
-"""Small utilities: per-group report keys, a differentiable all-gather and a gradient cache for large batches."""
+"""Small utilities: per-group report keys, a differentiable all-gather, a gather of variable-size rows and a gradient
+cache for large batches."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from typing import Any, Callable, Iterable, Sequence
 import torch
 import torch.distributed as dist
 
-__all__ = ["GradientCache", "all_gather_with_grad", "group_names_or_default", "is_distributed", "per_group_items",
-           "quiet_trainer_kwargs", "split_batch"]
+__all__ = ["GradientCache", "all_gather_variable", "all_gather_with_grad", "end_distributed", "gather_rows",
+           "group_names_or_default", "is_distributed", "per_group_items", "quiet_trainer_kwargs", "split_batch"]
 
 
 def group_names_or_default(group_names: Sequence[str] | None, num_groups: int) -> list[str]:
@@ -287,3 +288,61 @@ def _leaf_items(cache: Any) -> list[tuple[str, torch.Tensor]]:
     if isinstance(cache, dict):
         return [(k, t) for k, t in cache.items() if t.requires_grad]
     return [("", cache)]
+
+
+def end_distributed(barrier: bool = True) -> None:
+    """Close the ``torch.distributed`` process group of this process, if one is open.
+
+    Call it once at the end of a multi-process program (the ``faircl`` command does): ``barrier`` first waits for
+    every process, so none closes its connections while another still talks to it, then the group is destroyed,
+    which joins its communication threads. A process that exits with the group open tears those threads down
+    unjoined, which aborts it (``terminate called without an active exception``, exit 134) on a busy machine.
+    Pass ``barrier=False`` on an error path, where another process may never arrive.
+    """
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    try:
+        if barrier and dist.get_world_size() > 1:
+            dist.barrier()
+    finally:
+        dist.destroy_process_group()
+
+
+def all_gather_variable(local: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``all_gather`` of per-process tensors whose first dimension differs between processes (padded, then trimmed).
+
+    Every process returns the concatenation over processes, in rank order. A process without rows passes ``{}``.
+    """
+    world = dist.get_world_size()
+    n = torch.tensor([len(next(iter(local.values()))) if local else 0])
+    sizes = [torch.zeros_like(n) for _ in range(world)]
+    dist.all_gather(sizes, n)
+    counts = [int(s) for s in sizes]
+    # Every rank must know the keys, shapes and dtypes: take them from a rank that has rows.
+    meta: list[Any] = [None] * world
+    dist.all_gather_object(meta, {k: (tuple(v.shape[1:]), v.dtype) for k, v in local.items()} if local else None)
+    spec = next((m for m in meta if m), None)
+    if spec is None:
+        return {}
+    top = max(counts)
+    out = {}
+    for k, (shape, dtype) in spec.items():
+        mine = local[k] if k in local else torch.zeros((0, *shape), dtype=dtype)
+        padded = torch.zeros((top, *shape), dtype=dtype)
+        padded[: len(mine)] = mine
+        bufs = [torch.zeros_like(padded) for _ in range(world)]
+        dist.all_gather(bufs, padded)
+        out[k] = torch.cat([b[:s] for b, s in zip(bufs, counts)])
+    return out
+
+
+def gather_rows(parts: list[dict[str, torch.Tensor]], world_size: int = 1) -> dict[str, torch.Tensor]:
+    """Concatenate per-batch dicts of tensors, gather them from every process (``world_size > 1``; variable sizes)
+    and sort the rows by ``idx`` when present, so every process holds the same rows in the same order."""
+    local = {k: torch.cat([p[k] for p in parts]) for k in parts[0]} if parts else {}
+    if world_size > 1:
+        local = all_gather_variable(local)
+    if local and "idx" in local:
+        order = torch.argsort(local["idx"])
+        local = {k: v[order] for k, v in local.items()}
+    return local

@@ -1,11 +1,17 @@
-"""Shared fixtures: the real-data folder, offline settings, a quiet trainer (see faircl.testing)."""
+"""Shared fixtures: the real-data folder, offline settings, a tiny Hugging Face model, free ports and a 2-process
+spawn for DDP tests (a quiet trainer is in faircl.testing)."""
 
 from __future__ import annotations
 
 import os
+import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import torch.multiprocessing as mp
+
+from faircl.testing import make_tiny_bert
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -44,3 +50,30 @@ def in_tmp(tmp_path, monkeypatch) -> Path:
     """Run the test inside a temporary working directory (logs and checkpoints land there)."""
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def free_port() -> Callable[[], int]:
+    """A function returning a free TCP port on 127.0.0.1 (for a process group's rendezvous)."""
+    return _free_port
+
+
+@pytest.fixture()
+def spawn_ddp() -> Callable[..., None]:
+    """``spawn_ddp(worker, *args, nprocs=2)``: run ``worker(rank, port, *args)`` in ``nprocs`` spawned processes
+    (``port``: a free port for ``init_process_group``) and wait for them."""
+    def run(worker: Callable[..., None], *args, nprocs: int = 2) -> None:
+        mp.spawn(worker, args=(_free_port(), *args), nprocs=nprocs, join=True)
+    return run
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory) -> str:
+    """A tiny random BERT directory (:func:`faircl.testing.make_tiny_bert`), loadable offline."""
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny_bert"))

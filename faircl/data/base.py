@@ -12,13 +12,15 @@ from typing import Any
 import lightning as L
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torch.utils.data import DataLoader, Dataset, DistributedSampler, default_collate
 
 from faircl.data import samplers
-from faircl.data.io import UNKNOWN_VALUES, DataError, is_unknown, located
+from faircl.data.batches import FetchedRows, collate_rows
+from faircl.data.io import UNKNOWN_VALUES, DataError, category_key, is_unknown, located, sorted_categories
 from faircl.data.summary import print_count_table
 
-__all__ = ["DataError", "FairDataModule", "FairDataset", "encode_groups", "SPLITS", "SAMPLERS"]
+__all__ = ["DataError", "FairDataModule", "FairDataset", "FetchedRows", "collate_rows", "encode_groups", "SPLITS",
+           "SAMPLERS"]
 
 SPLITS = ("train", "val", "test")
 SAMPLERS = ("random", "group_balanced", "stratified", "samples_per_class")
@@ -55,9 +57,9 @@ def encode_groups(
         raise ValueError("encode_groups: attribute columns have different lengths")
     unknown = tuple(unknown)
     if categories is None:
-        categories = [sorted({str(v).strip() for v in col if not is_unknown(v, unknown)}) for col in columns]
+        categories = [sorted_categories(category_key(v) for v in col if not is_unknown(v, unknown)) for col in columns]
     else:
-        categories = [[str(c).strip() for c in cats] for cats in categories]
+        categories = [[category_key(c) for c in cats] for cats in categories]
     lookup = [{c: i for i, c in enumerate(cats)} for cats in categories]
     sizes = [len(c) for c in categories]
     ids = np.full(n, -1, dtype=np.int64)
@@ -68,7 +70,7 @@ def encode_groups(
             if is_unknown(v, unknown):
                 gid = -1
                 break
-            key = str(v).strip()
+            key = category_key(v)  # 1, 1.0 and " 1" are one group, as they are one class in a label column
             if key not in lk:
                 raise DataError(f"attribute value {v!r} at row {r} is not one of the known categories {list(lk)}")
             gid = gid * size + lk[key]
@@ -184,6 +186,53 @@ class FairDataset(Dataset):
 
     def __getitem__(self, i: int) -> dict[str, Any]:
         return self.item(i)
+
+    def __getitems__(self, rows: Sequence[int]) -> FetchedRows:
+        """Rows ``rows`` fetched in one call (the DataLoader's batched fetch); see :meth:`fetch`."""
+        return FetchedRows(self.fetch(rows))
+
+    def fetch(self, rows: Sequence[int], views: bool = True) -> dict[str, Any]:
+        """The batch of rows ``rows``: exactly the dict that collating ``item(i)`` row by row gives (same keys in the
+        same order, same dtypes and values, random views drawn in the same order), built with one indexing call per
+        tensor where ``x`` is stored as a tensor (features, token ids, cached images).
+
+        ``x`` is gathered as a batch when the dataset has no ``loader`` and no random view is drawn, ``x`` is a tensor
+        (or exposes ``take(rows)``, like cached images) or a numpy array, and ``transform`` is ``None`` or offers
+        ``batch(x_rows)`` (the same values as applying it row by row). Anything else is transformed row by row.
+        """
+        r = torch.as_tensor(rows, dtype=torch.long).reshape(-1)
+        out: dict[str, Any] = {"y": self.y[r], "a": self.a[r], "idx": r.clone()}
+        if views and self.view_transform is not None:
+            xs, x2s = [], []
+            for i in r.tolist():
+                raw = self.x[i]
+                if self.loader is not None:
+                    raw = self.loader(raw)
+                xs.append(self._finish(self.view_transform(raw)))
+                x2s.append(self._finish(self.view_transform(raw)))
+            out["x"], out["x2"] = default_collate(xs), default_collate(x2s)
+            return out
+        out["x"] = self._fetch_x(r)
+        return out
+
+    def _fetch_x(self, r: torch.Tensor) -> Any:
+        x, transform = self.x, self.transform
+        batched_transform = transform is None or callable(getattr(transform, "batch", None))
+        if self.loader is None and batched_transform:
+            raw: Any = None
+            if isinstance(x, torch.Tensor):
+                raw = x[r]
+            elif callable(getattr(x, "take", None)):
+                raw = x.take(r)
+            elif isinstance(x, np.ndarray) and transform is not None:
+                raw = x[r.numpy()]
+            if raw is not None:
+                return raw if transform is None else transform.batch(raw)
+        return default_collate([self._x_of(i) for i in r.tolist()])
+
+    def _x_of(self, i: int) -> Any:
+        raw = self.x[i]
+        return self._finish(self.loader(raw) if self.loader is not None else raw)
 
     def counts(self) -> torch.Tensor:
         """(class × group) count table ``[num_classes, num_groups + 1]``; the last column counts unknown ``a``."""
@@ -329,7 +378,7 @@ class FairDataModule(L.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         ds = self.splits["train"]
         world, rank = self._dist()
-        common = dict(num_workers=self.num_workers, persistent_workers=self.num_workers > 0)
+        common = dict(num_workers=self.num_workers, persistent_workers=self.num_workers > 0, collate_fn=collate_rows)
         if self.sampler == "random":
             # Also on one process: the shuffle depends only on (seed, epoch) (Lightning calls set_epoch), so an
             # epoch re-run after a resume sees the same order as in the uninterrupted run.
@@ -357,7 +406,7 @@ class FairDataModule(L.LightningDataModule):
             # Exact metrics under DDP: every row on exactly one rank (no padding duplicates).
             sampler = _ShardSampler(len(ds), world, rank)
         return DataLoader(ds, batch_size=self.eval_batch_size, sampler=sampler, shuffle=False,
-                          num_workers=self.num_workers)
+                          num_workers=self.num_workers, collate_fn=collate_rows)
 
     def val_dataloader(self) -> DataLoader:
         return self._eval_loader("val")
@@ -376,7 +425,7 @@ class FairDataModule(L.LightningDataModule):
         world, rank = self._dist()
         sampler = _ShardSampler(len(ds), world, rank) if world > 1 else None
         return DataLoader(ds, batch_size=batch_size or self.eval_batch_size, sampler=sampler, shuffle=False,
-                          num_workers=self.num_workers)
+                          num_workers=self.num_workers, collate_fn=collate_rows)
 
 
 class _NoViews(Dataset):
@@ -388,6 +437,9 @@ class _NoViews(Dataset):
 
     def __getitem__(self, i: int) -> dict[str, Any]:
         return self.ds.item(i, views=False)
+
+    def __getitems__(self, rows: Sequence[int]) -> FetchedRows:
+        return FetchedRows(self.ds.fetch(rows, views=False))
 
 
 # Lightning (``use_distributed_sampler=True``, the Trainer default) re-wraps every loader under DDP unless

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from faircl.data.summary import say
 from faircl.models.encoders import HFTextEncoder, resolve_text_model_dir
 
 #: bump when the stored format or the encoding procedure changes
@@ -33,13 +34,6 @@ def default_cache_dir() -> Path:
     if root:
         return Path(root).expanduser() / "features"
     return Path.home() / ".cache" / "faircl" / "features"
-
-
-def _say(message: str) -> None:
-    """Print once per job (rank 0 under torch.distributed)."""
-    if torch.distributed.is_available() and torch.distributed.is_initialized() and torch.distributed.get_rank():
-        return
-    print(message, flush=True)
 
 
 def texts_digest(texts: Sequence[str]) -> str:
@@ -125,15 +119,15 @@ class FeatureCache:
             feats = np.load(path, mmap_mode="r")
             if feats.ndim == 2 and feats.shape[0] == len(texts):
                 self.last_hit = True
-                _say(f"feature cache hit: {label}{feats.shape[0]} x {feats.shape[1]} features from {path} "
+                say(f"feature cache hit: {label}{feats.shape[0]} x {feats.shape[1]} features from {path} "
                      "(encoding skipped)")
                 return feats
-            _say(f"feature cache entry {path} has shape {feats.shape}, expected {len(texts)} rows: re-encoding")
+            say(f"feature cache entry {path} has shape {feats.shape}, expected {len(texts)} rows: re-encoding")
         self.last_hit = False
         start = time.perf_counter()
         feats = self._encode(texts, model_dir, pooling, max_length, label)
         self._store(path, feats, model_dir, pooling, max_length, name)
-        _say(f"feature cache: encoded {label}{feats.shape[0]} texts in {time.perf_counter() - start:.1f}s, "
+        say(f"feature cache: encoded {label}{feats.shape[0]} texts in {time.perf_counter() - start:.1f}s, "
              f"saved to {path}")
         return np.load(path, mmap_mode="r")
 

@@ -97,7 +97,7 @@ class _Stream:
                 self.order = self.rng.permutation(self.rows)
                 self.pos = 0
             step = min(q - len(out), len(self.order) - self.pos)
-            out.extend(int(i) for i in self.order[self.pos : self.pos + step])
+            out.extend(self.order[self.pos : self.pos + step].tolist())
             self.pos += step
         self.drawn += q
         return out
@@ -206,7 +206,7 @@ class _QuotaBatchSampler(_RankedBatchSampler):
             batch: list[int] = []
             for stream, q in zip(streams, quota):
                 batch.extend(stream.take(int(q)))
-            yield [batch[i] for i in rng.permutation(len(batch))]
+            yield np.asarray(batch, dtype=np.int64)[rng.permutation(len(batch))].tolist()
 
 
 class GroupBalancedBatchSampler(_QuotaBatchSampler):

@@ -5,6 +5,7 @@ A loss with nothing defined (no anchor with a positive, no triplet) returns 0 co
 """
 
 from .adversarial import Decorrelation, GradientReversal, GradientReversalLayer, diversity_loss, grad_reverse
+from .conditional import CS_REDUCTIONS, chi_contrastive_terms, reduce_cs_terms
 from .ccd import ccd_bandwidth, ccd_bias_loss, ccd_kernel, ccd_rep_loss
 from .margin import MarginLoss, contrastive_pair_loss, multi_similarity_loss, triplet_margin_loss
 from .ntxent import nt_xent_loss
@@ -12,6 +13,7 @@ from .pairs import Triplets, all_triplets, pair_masks, pairwise_distances
 from .supcon import cs_infonce_loss, fcl_loss, supcon_loss
 
 __all__ = [
+    "CS_REDUCTIONS",
     "Decorrelation",
     "GradientReversal",
     "GradientReversalLayer",
@@ -22,6 +24,7 @@ __all__ = [
     "ccd_bias_loss",
     "ccd_kernel",
     "ccd_rep_loss",
+    "chi_contrastive_terms",
     "contrastive_pair_loss",
     "cs_infonce_loss",
     "diversity_loss",
@@ -31,6 +34,7 @@ __all__ = [
     "nt_xent_loss",
     "pair_masks",
     "pairwise_distances",
+    "reduce_cs_terms",
     "supcon_loss",
     "triplet_margin_loss",
 ]

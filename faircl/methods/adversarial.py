@@ -4,12 +4,13 @@ and Shen et al. 2021."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+from faircl._checks import check_choice, check_positive
 from faircl.losses import grad_reverse
 from faircl.losses.adversarial import DIFFERENCE_FORMS, difference_loss
 from faircl.methods.base import FairModule
@@ -24,8 +25,7 @@ class Discriminator(nn.Module):
 
     def __init__(self, in_dim: int, hidden_dim: int, num_groups: int, num_layers: int = 2) -> None:
         super().__init__()
-        if num_layers < 1:
-            raise ValueError(f"adv_layers must be >= 1, got {num_layers}")
+        check_positive("adv_layers", num_layers, minimum=1)
         layers: list[nn.Module] = []
         d = in_dim
         for _ in range(num_layers):
@@ -68,36 +68,30 @@ class Adversarial(FairModule):
         **kwargs: :class:`~faircl.methods.base.FairModule` arguments.
     """
 
+    supports_grad_cache = False  # the discriminators train inside the loss, which the gradient cache does not reach
+
     def __init__(
         self,
         lambda_adv: float = 1.0,
         conditional: bool = False,
         n_adv: int = 1,
         lambda_diff: float = 0.0,
-        diff_form: str = "authors",
+        diff_form: Literal["authors", "dsn"] = "authors",
         adv_hidden: int = 256,
         adv_layers: int = 2,
         adv_lr: float | None = None,
         **kwargs: Any,
     ) -> None:
-        if lambda_adv < 0:
-            raise ValueError(f"lambda_adv must be >= 0, got {lambda_adv}")
-        if n_adv < 1:
-            raise ValueError(f"n_adv must be >= 1, got {n_adv}")
-        if lambda_diff < 0:
-            raise ValueError(f"lambda_diff must be >= 0, got {lambda_diff}")
-        if diff_form not in DIFFERENCE_FORMS:
-            raise ValueError(f"diff_form={diff_form!r} must be one of {DIFFERENCE_FORMS}")
+        check_positive("lambda_adv", lambda_adv, strict=False)
+        check_positive("n_adv", n_adv, minimum=1)
+        check_positive("lambda_diff", lambda_diff, strict=False)
+        check_choice("diff_form", diff_form, DIFFERENCE_FORMS)
         super().__init__(**kwargs)
-        self.diff_form = diff_form
         self.lambda_adv, self.conditional, self.n_adv, self.lambda_diff = lambda_adv, conditional, n_adv, lambda_diff
-        self.adv_hidden, self.adv_layers, self.adv_lr = adv_hidden, adv_layers, adv_lr
-
-    def build_heads(self) -> None:
-        super().build_heads()
-        in_dim = self.encoder.out_dim + (self.num_classes if self.conditional else 0)
+        self.diff_form, self.adv_hidden, self.adv_layers, self.adv_lr = diff_form, adv_hidden, adv_layers, adv_lr
+        in_dim = self.encoder.out_dim + (self.num_classes if conditional else 0)
         self.discriminators = nn.ModuleList(
-            Discriminator(in_dim, self.adv_hidden, self.num_groups, self.adv_layers) for _ in range(self.n_adv))
+            Discriminator(in_dim, adv_hidden, self.num_groups, adv_layers) for _ in range(n_adv))
 
     def adversary_input(self, h: torch.Tensor, labels: torch.Tensor, detach: bool = False) -> torch.Tensor:
         """``R(h)`` (``sg(h)`` when ``detach``), with ``onehot(labels)`` appended when ``conditional``
@@ -131,7 +125,7 @@ class Adversarial(FairModule):
         return terms
 
     def losses(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        ce = F.cross_entropy(out["logits"].float(), batch["y"])
+        ce = self.classifier_terms(batch, out)["ce"]
         terms = {"ce": ce, **self.adversarial_terms(out["h"], batch["y"], batch["a"])}
         loss = ce + terms["adv"]
         if "diff" in terms:
@@ -155,6 +149,5 @@ class DiverseAdversarial(Adversarial):
     """
 
     def __init__(self, n_adv: int = 3, lambda_diff: float = 100.0, **kwargs: Any) -> None:
-        if n_adv < 2:
-            raise ValueError(f"DiverseAdversarial needs n_adv >= 2 discriminators, got {n_adv}")
+        check_positive("n_adv", n_adv, minimum=2)  # diverse adversaries: at least two discriminators
         super().__init__(n_adv=n_adv, lambda_diff=lambda_diff, **kwargs)

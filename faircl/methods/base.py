@@ -1,59 +1,49 @@
 """`FairModule`: the LightningModule every faircl method subclasses.
 
-It owns the shared machinery, so that a concrete method adds only its heads (:meth:`FairModule.build_heads`) and its
-loss (:meth:`FairModule.losses`):
+It owns the shared machinery, so that a concrete method holds only its heads (built in its ``__init__`` after
+``super().__init__(**kwargs)``) and its loss (:meth:`FairModule.losses`): the encoder and classifier (or an online
+probe, :meth:`FairModule.add_online_probe`); the second view (:meth:`FairModule.second_view`, through the gradient
+cache when ``grad_cache_chunk`` is set, :mod:`faircl.methods.scale`); the classifier's cross-entropy
+(:meth:`FairModule.classifier_terms`); ``gather_distributed``; group names and batch rows; stages
+(:meth:`FairModule.stage_epochs`, :meth:`FairModule.on_stage_start`) and frozen sub-modules
+(:meth:`FairModule.freeze_module`); the optimiser with per-module learning rates (:meth:`FairModule.module_lrs`);
+the checkpoint policy (:meth:`FairModule.configure_callbacks`); passes over the datamodule
+(:meth:`FairModule.collect`); validation / test metrics and the test report (:meth:`FairModule.extra_test_metrics`).
 
-- the encoder, the classifier head (or an online probe on detached features, :meth:`FairModule.add_online_probe`),
-- heads built *after* the most derived ``__init__`` has stored its arguments (no ordering trap in subclasses),
-- stages switched at epoch boundaries (:meth:`FairModule.stage_epochs`, :meth:`FairModule.on_stage_start`),
-- frozen sub-modules that stay in eval mode whatever Lightning does (:meth:`FairModule.freeze_module`),
-- the optimiser with per-module learning rates (``lr_overrides``, :meth:`FairModule.module_lrs`),
-- plain passes over the attached datamodule (:meth:`FairModule.plain_loader`, :meth:`FairModule.collect`),
-- validation / test metrics (:meth:`FairModule.update_metrics`, :meth:`FairModule.compute_metrics`) and the test
-  report (leakage, :meth:`FairModule.extra_test_metrics`).
+Arguments are typed (``Literal`` for a choice) and validated through :mod:`faircl._checks`. FairModule's own
+options are read from ``self.hparams``; a method's own arguments are stored once as attributes of the same name.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, Literal
 
 import lightning as L
 import torch
-import torch.distributed as dist
 from lightning.fabric.utilities.apply_func import move_data_to_device
+from lightning.pytorch.trainer.states import TrainerFn
 from torch import nn
 from torch.nn import functional as F
 
-from faircl.checkpoints import check_finite_terms
+from faircl._checks import check_choice, check_positive
+from faircl.checkpoints import FairCheckpoint, check_finite_terms, is_default_checkpoint
 from faircl.data.base import FairDataModule
-from faircl.methods.inputs import InputCapabilities, resolve_encoder
-from faircl.methods.selection import selection_scores
+from faircl.methods.inputs import TRAINABLE_KINDS, check_datamodule, resolve_encoder
+from faircl.methods.optim import OPTIMIZERS, SCHEDULERS, build_optimizer, param_groups
+from faircl.methods.scale import cached_training_step, rewrap_ddp
+from faircl.methods.selection import monitor_mode as resolve_monitor_mode
+from faircl.methods.selection import monitor_spec, selection_scores
+from faircl.methods.steplog import log_epoch_terms, record_train_terms
 from faircl.metrics import GroupFairness
 from faircl.metrics.leakage import linear_leakage
-from faircl.methods.scale import rewrap_ddp, training_terms
 from faircl.models import build_encoder, mlp
-from faircl.utils import group_names_or_default, per_group_items
-
-OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "sgd": torch.optim.SGD}
-SCHEDULERS = ("none", "cosine", "step")
+from faircl.utils import gather_rows, group_names_or_default, per_group_items
 
 
-class _BuildHeadsAfterInit(type):
-    """Metaclass that calls ``build_heads`` once the most derived ``__init__`` has returned.
-
-    Every argument a subclass stores in its ``__init__`` (before or after ``super().__init__()``) is therefore
-    available to ``build_heads``; ``load_from_checkpoint`` goes through the same path.
-    """
-
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        obj = type.__call__(cls, *args, **kwargs)
-        obj._setup_after_init()
-        return obj
-
-
-class FairModule(InputCapabilities, L.LightningModule, metaclass=_BuildHeadsAfterInit):
+class FairModule(L.LightningModule):
     """Base method: encoder → classifier, trained with cross-entropy unless a subclass overrides :meth:`losses`.
 
     Args:
@@ -73,13 +63,26 @@ class FairModule(InputCapabilities, L.LightningModule, metaclass=_BuildHeadsAfte
         leakage_max_rows: at most this many train rows to fit the leakage probes (seeded subset).
         monitor: validation metric that selects the best checkpoint (default ``default_monitor``), e.g. ``val/dto``.
         monitor_mode: ``min`` | ``max`` for ``monitor`` (default: ``min`` for losses, gaps, leakage and DTO).
-        input_kind: the datamodule's ``input_kind`` (``None``: read at set-up; see :mod:`faircl.methods.inputs`).
+        input_kind: the datamodule's ``input_kind`` (linked by the CLI); ``None``: ``encoder="auto"`` assumes
+            features when ``input_dim >= 1`` and the datamodule is checked at set-up (:mod:`faircl.methods.inputs`).
+        gather_distributed: under DDP, losses that contrast rows across the batch (SupCon, CS-InfoNCE, NT-Xent)
+            contrast the local anchors with every process's rows: the loss of the global batch, exact gradients
+            after DDP averaging. Methods without such a loss ignore it.
+        grad_cache_chunk: train with a gradient cache of this many rows per chunk (the memory of a ``chunk``-row
+            step, the gradients of the whole batch; manual optimisation, see :mod:`faircl.methods.scale`).
     """
 
     #: (metric, "min" | "max") selecting the best checkpoint unless ``monitor`` is given; methods may override.
     default_monitor: tuple[str, str] = ("val/accuracy", "max")
     #: stop at the first NaN / inf loss term (one device sync per step); set False to skip the check.
     check_finite_loss: bool = True
+    #: input kinds the method trains on (:mod:`faircl.methods.inputs`)
+    input_kinds: tuple[str, ...] = TRAINABLE_KINDS
+    #: the method trains on two augmented views (``x2``; the datamodule's ``two_views=True``)
+    requires_views: bool = False
+    #: the method can train through the gradient cache: its outputs are ``self(x)`` of the batch's views and every
+    #: trained parameter is reached through them (no parameters used only inside :meth:`losses`)
+    supports_grad_cache: bool = True
 
     def __init__(
         self,
@@ -91,27 +94,39 @@ class FairModule(InputCapabilities, L.LightningModule, metaclass=_BuildHeadsAfte
         classifier_hidden: int = 0,
         lr: float = 1e-3,
         weight_decay: float = 0.0,
-        optimizer: str = "adam",
-        scheduler: str = "none",
+        optimizer: Literal["adam", "adamw", "sgd"] = "adam",
+        scheduler: Literal["none", "cosine", "step"] = "none",
         lr_overrides: dict[str, float] | None = None,
         leakage: bool = True,
         leakage_max_rows: int = 5000,
         monitor: str | None = None,
-        monitor_mode: str | None = None,
+        monitor_mode: Literal["min", "max"] | None = None,
         input_kind: str | None = None,
+        gather_distributed: bool = True,
+        grad_cache_chunk: int | None = None,
     ) -> None:
         super().__init__()
-        if optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer={optimizer!r} is not one of {sorted(OPTIMIZERS)}")
-        if scheduler not in SCHEDULERS:
-            raise ValueError(f"scheduler={scheduler!r} is not one of {SCHEDULERS}")
-        if num_classes < 2 or num_groups < 1:
-            raise ValueError(f"need num_classes >= 2 and num_groups >= 1, got {num_classes} and {num_groups}")
+        check_choice("optimizer", optimizer, tuple(OPTIMIZERS))
+        check_choice("scheduler", scheduler, SCHEDULERS)
+        check_positive("num_classes", num_classes, minimum=2)
+        check_positive("num_groups", num_groups, minimum=1)
+        check_positive("lr", lr)
+        check_positive("weight_decay", weight_decay, strict=False)
+        check_positive("classifier_hidden", classifier_hidden, strict=False)
+        if monitor_mode is not None:
+            resolve_monitor_mode(monitor or type(self).default_monitor[0], monitor_mode)
+        if grad_cache_chunk is not None:
+            check_positive("grad_cache_chunk", grad_cache_chunk, minimum=1)
+            if not type(self).supports_grad_cache:
+                raise ValueError(f"grad_cache_chunk: {type(self).__name__} does not train through the gradient cache "
+                                 "(leave it None)")
         self.save_hyperparameters()  # the arguments of every __init__ up to the concrete class
         self.num_classes, self.num_groups = num_classes, num_groups
-        encoder = resolve_encoder(self, encoder, input_kind, input_dim)  # hparams keep the resolved name
-        self.encoder = build_encoder(encoder, input_dim, **(encoder_kwargs or {}))
-        self.classifier: nn.Module | None = None
+        self.hparams["encoder"] = resolve_encoder(type(self), encoder, input_kind, input_dim)  # the built one
+        self.encoder = build_encoder(self.hparams.encoder, input_dim, **(encoder_kwargs or {}))
+        self.classifier: nn.Module | None = mlp(self.encoder.out_dim, classifier_hidden, num_classes,
+                                                num_layers=2 if classifier_hidden else 1)
+        self.automatic_optimization = grad_cache_chunk is None
         self.val_fairness = GroupFairness(num_classes, num_groups)
         self.test_fairness = GroupFairness(num_classes, num_groups)
         self.test_report: dict[str, float] = {}
@@ -120,18 +135,10 @@ class FairModule(InputCapabilities, L.LightningModule, metaclass=_BuildHeadsAfte
         self._frozen: list[nn.Module] = []
         self._probe_on: str | None = None
         self._probe_trained = False
-
-    def _setup_after_init(self) -> None:
-        self.build_heads()
-        self._apply_frozen_modes()
+        self._second_view: dict[str, torch.Tensor] | None = None
+        self._ddp_wrapped: Any = None
 
     # ------------------------------------------------------------------ model
-    def build_heads(self) -> None:
-        """Create the heads on top of ``self.encoder``; runs after ``__init__`` (default: the classifier
-        ``out_dim → num_classes``). Every constructor argument is available here, as attribute or in ``hparams``."""
-        hidden = self.hparams.classifier_hidden
-        self.classifier = mlp(self.encoder.out_dim, hidden, self.num_classes, num_layers=2 if hidden else 1)
-
     def add_online_probe(self, in_dim: int, on: str = "h", trained: bool = True) -> None:
         """Make ``self.classifier`` a linear probe ``out[on].detach() → logits`` (no gradient into the features).
 
@@ -163,10 +170,15 @@ class FairModule(InputCapabilities, L.LightningModule, metaclass=_BuildHeadsAfte
         return self(batch["x"])
 
     def losses(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Named loss terms with ``loss`` the total. Default objective: cross-entropy on the task labels.
+        """Named loss terms with ``loss`` the total. Default objective: :meth:`classifier_terms`.
 
-        Methods that need a second view call ``self(self.require_views(batch))`` here.
+        Methods that need the second view call :meth:`second_view` here.
         """
+        return self.classifier_terms(batch, out)
+
+    def classifier_terms(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """``{"ce": cross-entropy of out["logits"] against batch["y"] (float32), "loss": the same}``: the CE
+        baseline and the classifier stage of staged methods."""
         ce = F.cross_entropy(out["logits"].float(), batch["y"])
         return {"ce": ce, "loss": ce}
 
@@ -185,6 +197,28 @@ class FairModule(InputCapabilities, L.LightningModule, metaclass=_BuildHeadsAfte
                              "the datamodule's two_views=True (`data.init_args.two_views: true`; the datamodule "
                              "must define a view_transform)")
         return batch["x2"]
+
+    def second_view(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
+        """Outputs of the second view ``batch["x2"]``: inside a gradient-cache step the cached ones (see
+        :meth:`provide_second_view`), else ``self(batch["x2"])``."""
+        if self._second_view is not None:
+            return self._second_view
+        return self(self.require_views(batch))
+
+    @contextmanager
+    def provide_second_view(self, out2: dict[str, torch.Tensor] | None) -> Iterator[None]:
+        """Within the block, :meth:`second_view` returns ``out2`` (outputs of ``x2`` computed elsewhere, e.g. by a
+        gradient cache); ``None`` changes nothing."""
+        previous, self._second_view = self._second_view, out2
+        try:
+            yield
+        finally:
+            self._second_view = previous
+
+    def batch_rows(self, batch: dict[str, Any]) -> int:
+        """Number of rows of ``batch`` (of ``idx``, else ``y``): the batch size every logged value is weighted by."""
+        key = "idx" if "idx" in batch else "y"
+        return int(len(batch[key]))
 
     # ------------------------------------------------------------------ frozen parts
     def freeze_module(self, module: nn.Module, frozen: bool = True) -> None:
@@ -249,31 +283,57 @@ class FairModule(InputCapabilities, L.LightningModule, metaclass=_BuildHeadsAfte
         if stage != self._active_stage:
             self._active_stage = stage
             self.on_stage_start(stage)
-            rewrap_ddp(self)  # DDP over this stage's trainable parameters (no find_unused_parameters needed)
+            if self.attached_trainer is not None:  # DDP over this stage's trainable parameters (tests/scale)
+                self._ddp_wrapped = rewrap_ddp(self.trainer, self, self._ddp_wrapped)
         self._apply_frozen_modes()
         self.log("stage", float([s for s, _ in self.stage_epochs()].index(stage)), on_epoch=True, on_step=False)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self._active_stage = None
 
-    # ------------------------------------------------------------------ steps
-    def _batch_size(self, batch: dict[str, Any]) -> int:
-        key = "idx" if "idx" in batch else "y"
-        return int(len(batch[key]))
+    # ------------------------------------------------------------------ trainer
+    @property
+    def attached_trainer(self) -> L.Trainer | None:
+        """The trainer this module is attached to, or ``None`` (``self.trainer`` raises when there is none)."""
+        return self._trainer
 
+    def setup(self, stage: str) -> None:
+        """Check the attached datamodule against the method (:func:`faircl.methods.inputs.check_datamodule`)."""
+        check_datamodule(self, self.attached_datamodule)
+
+    def configure_callbacks(self) -> list[L.Callback]:
+        """The method's checkpoint policy: a :class:`~faircl.checkpoints.FairCheckpoint` with the method's monitor
+        (``monitor`` / ``default_monitor``), best chosen among the epochs of the final stage.
+
+        It replaces only the ``ModelCheckpoint`` a ``Trainer`` adds by itself, so ``L.Trainer(max_epochs=...)``
+        keeps the same ``best`` as the ``faircl`` command; a checkpoint callback the user passes is kept as it is,
+        and ``enable_checkpointing=False`` keeps none."""
+        trainer = self.attached_trainer
+        if trainer is None or trainer.fast_dev_run or trainer.state.fn != TrainerFn.FITTING:
+            return []
+        found = trainer.checkpoint_callbacks
+        if len(found) != 1 or not is_default_checkpoint(found[0]):
+            return []
+        name, mode = monitor_spec(self)
+        return [FairCheckpoint(monitor=name, mode=mode)]
+
+    # ------------------------------------------------------------------ steps
     def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
-        self._apply_frozen_modes()
-        terms = training_terms(self, batch)  # losses(batch, step_outputs(batch)), or a gradient-cache step
+        chunk = self.hparams.get("grad_cache_chunk")
+        if chunk and not self.automatic_optimization:  # backward and optimiser step inside, detached terms
+            terms = cached_training_step(self, batch, chunk)
+        else:
+            terms = self.losses(batch, self.step_outputs(batch))
         if "loss" not in terms:
             raise KeyError(f"{type(self).__name__}.losses() must return a 'loss' entry, got {sorted(terms)}")
         if self.check_finite_loss:  # stop at the first NaN / inf term, naming the step, the term and the rows
-            check_finite_terms(terms, batch, f"{type(self).__name__} at global step {self.global_step} (epoch "
-                               f"{self.current_epoch}, stage {self.stage!r})")
-        bs = self._batch_size(batch)
-        for name, value in terms.items():
-            self.log(f"train/{name}", value.detach().float(), on_step=True, on_epoch=True, prog_bar=name == "loss",
-                     batch_size=bs)
+            check_finite_terms(terms, batch, lambda: f"{type(self).__name__} at global step {self.global_step} "
+                               f"(epoch {self.current_epoch}, stage {self.stage!r})")
+        record_train_terms(self, terms, self.batch_rows(batch))  # per step vs per epoch: see faircl.methods.steplog
         return terms["loss"]
+
+    def on_train_epoch_end(self) -> None:
+        log_epoch_terms(self)  # the epoch means of the loss terms, as train/<name>
 
     def on_fit_start(self) -> None:
         # Under ddp_spawn, ranks share metric state tensors until the first reset.
@@ -291,13 +351,15 @@ class FairModule(InputCapabilities, L.LightningModule, metaclass=_BuildHeadsAfte
         metric = self.val_fairness if stage == "val" else self.test_fairness
         if metric.update_count == 0:
             return {}
-        scalars, vectors = _split_metrics(metric.compute())
+        values = {k: torch.as_tensor(v) for k, v in metric.compute().items()}
         metric.reset()
+        scalars = {k: float(v) for k, v in values.items() if v.numel() == 1}
         if stage == "val":
             return scalars
-        names = self._group_names()
-        for name, vec in vectors.items():
-            scalars.update(per_group_items(name, vec, names))
+        names = self.group_names()
+        for name, vec in values.items():
+            if vec.numel() != 1:
+                scalars.update(per_group_items(name, vec.detach().cpu(), names))
         return scalars
 
     def on_validation_metrics(self, values: dict[str, float]) -> None:
@@ -312,7 +374,7 @@ class FairModule(InputCapabilities, L.LightningModule, metaclass=_BuildHeadsAfte
             return
         values = {**selection_scores(values), **values}  # + val/dto, val/tradeoff
         self.log_dict({f"val/{k}": v for k, v in values.items()}, sync_dist=False)
-        if self._trainer is not None and not self.trainer.sanity_checking:
+        if self.attached_trainer is not None and not self.trainer.sanity_checking:
             self.on_validation_metrics(values)
 
     def reset_metrics(self, stage: str) -> None:
@@ -332,7 +394,7 @@ class FairModule(InputCapabilities, L.LightningModule, metaclass=_BuildHeadsAfte
 
     def on_test_epoch_end(self) -> None:
         report = self.compute_metrics("test")
-        outputs = self._gather_outputs(self._test_outputs)
+        outputs = gather_rows(self._test_outputs, self.world_size())
         self._test_outputs = []
         if self.hparams.leakage and "a" in outputs and self.num_groups > 1:
             report.update(self.leakage_metrics(outputs))
@@ -350,8 +412,18 @@ class FairModule(InputCapabilities, L.LightningModule, metaclass=_BuildHeadsAfte
     @property
     def attached_datamodule(self) -> FairDataModule | None:
         """The trainer's :class:`~faircl.data.base.FairDataModule`, or ``None``."""
-        dm = getattr(self._trainer, "datamodule", None) if self._trainer is not None else None
+        trainer = self.attached_trainer
+        dm = getattr(trainer, "datamodule", None) if trainer is not None else None
         return dm if isinstance(dm, FairDataModule) else None
+
+    def world_size(self) -> int:
+        """Number of training processes (1 without a trainer)."""
+        return self.attached_trainer.world_size if self.attached_trainer is not None else 1
+
+    def group_names(self) -> list[str]:
+        """Names of the protected groups: the attached datamodule's ``group_names``, else ``"0"``, ``"1"``, ..."""
+        dm = self.attached_datamodule
+        return group_names_or_default(getattr(dm, "group_names", None), self.num_groups)
 
     def plain_loader(self, split: str = "train", batch_size: int | None = None) -> Iterable:
         """Un-shuffled, un-augmented loader over ``split`` of the attached datamodule."""
@@ -407,22 +479,7 @@ class FairModule(InputCapabilities, L.LightningModule, metaclass=_BuildHeadsAfte
                     break
         finally:
             self.train(was_training)
-        return self._gather_outputs(parts)
-
-    def _gather_outputs(self, parts: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-        """Concatenate per-batch dicts and gather them from every process (variable sizes), sorted by ``idx``."""
-        local = {k: torch.cat([p[k] for p in parts]) for k in parts[0]} if parts else {}
-        world = self.trainer.world_size if self._trainer is not None else 1
-        if world > 1:
-            local = _all_gather_variable(local)
-        if local and "idx" in local:
-            order = torch.argsort(local["idx"])
-            local = {k: v[order] for k, v in local.items()}
-        return local
-
-    def _group_names(self) -> list[str]:
-        dm = getattr(self._trainer, "datamodule", None) if self._trainer is not None else None
-        return group_names_or_default(getattr(dm, "group_names", None), self.num_groups)
+        return gather_rows(parts, self.world_size())
 
     # ------------------------------------------------------------------ optimisation
     def module_lrs(self) -> dict[str, dict[str, float]]:
@@ -435,63 +492,9 @@ class FairModule(InputCapabilities, L.LightningModule, metaclass=_BuildHeadsAfte
         options = {name: dict(opts) for name, opts in self.module_lrs().items()}
         for name, lr in (self.hparams.get("lr_overrides") or {}).items():
             options.setdefault(name, {})["lr"] = float(lr)
-        prefixes = sorted(options, key=len, reverse=True)
-        grouped: dict[str, list[nn.Parameter]] = {"": []}
-        for pname, p in self.named_parameters():
-            if not p.requires_grad:
-                continue
-            owner = next((pre for pre in prefixes if pname == pre or pname.startswith(pre + ".")), "")
-            grouped.setdefault(owner, []).append(p)
-        groups = [{"params": grouped.pop("")}]
-        groups += [{"params": ps, **options[name]} for name, ps in grouped.items() if ps]
-        return groups
+        return param_groups(self.named_parameters(), options)
 
     def configure_optimizers(self):
-        hp = self.hparams
-        opt_cls = OPTIMIZERS[hp.optimizer]
-        extra = {"momentum": 0.9} if hp.optimizer == "sgd" else {}
-        opt = opt_cls(self.param_groups(), lr=hp.lr, weight_decay=hp.weight_decay, **extra)
-        if hp.scheduler == "none":
-            return opt
-        epochs = self.trainer.max_epochs if self._trainer is not None and self.trainer.max_epochs else 100
-        if hp.scheduler == "cosine":
-            sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, epochs))
-        else:
-            sched = torch.optim.lr_scheduler.StepLR(opt, step_size=max(1, epochs // 3), gamma=0.1)
-        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "epoch"}}
-
-
-def _split_metrics(values: dict[str, torch.Tensor]) -> tuple[dict[str, float], dict[str, torch.Tensor]]:
-    scalars, vectors = {}, {}
-    for k, v in values.items():
-        v = torch.as_tensor(v)
-        if v.numel() == 1:
-            scalars[k] = float(v)
-        else:
-            vectors[k] = v.detach().cpu()
-    return scalars, vectors
-
-
-def _all_gather_variable(local: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """all_gather of per-rank tensors whose first dimension differs between ranks (padded, then trimmed)."""
-    world = dist.get_world_size()
-    n = torch.tensor([len(next(iter(local.values()))) if local else 0])
-    sizes = [torch.zeros_like(n) for _ in range(world)]
-    dist.all_gather(sizes, n)
-    sizes = [int(s) for s in sizes]
-    # Every rank must know the keys, shapes and dtypes: take them from a rank that has rows.
-    meta = [None] * world
-    dist.all_gather_object(meta, {k: (tuple(v.shape[1:]), v.dtype) for k, v in local.items()} if local else None)
-    spec = next((m for m in meta if m), None)
-    if spec is None:
-        return {}
-    top = max(sizes)
-    out = {}
-    for k, (shape, dtype) in spec.items():
-        mine = local[k] if k in local else torch.zeros((0, *shape), dtype=dtype)
-        padded = torch.zeros((top, *shape), dtype=dtype)
-        padded[: len(mine)] = mine
-        bufs = [torch.zeros_like(padded) for _ in range(world)]
-        dist.all_gather(bufs, padded)
-        out[k] = torch.cat([b[:s] for b, s in zip(bufs, sizes)])
-    return out
+        hp, trainer = self.hparams, self.attached_trainer
+        return build_optimizer(self.param_groups(), hp.optimizer, hp.lr, hp.weight_decay, hp.scheduler,
+                               trainer.max_epochs if trainer is not None else None)

@@ -28,17 +28,18 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch.nn import functional as F
 from torchmetrics import MeanMetric
 
+from faircl._checks import check_choice, check_positive
 from faircl.losses.ccd import ccd_bias_loss, ccd_rep_loss
 from faircl.methods.base import FairModule
 from faircl.metrics import CCEDGap
+from faircl.models.encoders import HFTextEncoder
 
 RHO_ESTIMATES = ("median", "std", "mean", "variance")
 
@@ -65,6 +66,7 @@ class CCD(FairModule):
     """
 
     default_monitor = ("val/loss", "min")  # the best checkpoint: lowest validation loss
+    supports_grad_cache = False  # its steps embed whole counterfactual tuples
 
     input_kinds = ("tuples",)  # counterfactual tuples only
 
@@ -72,7 +74,7 @@ class CCD(FairModule):
         self,
         beta: float = 1.0,
         rho: float | None = None,
-        rho_estimate: str = "median",
+        rho_estimate: Literal["median", "std", "mean", "variance"] = "median",
         rho_max_rows: int = 1024,
         normalize: bool = False,
         restore_best: bool = True,
@@ -86,18 +88,19 @@ class CCD(FairModule):
         leakage: bool = False,
         **kwargs: Any,
     ) -> None:
-        if rho_estimate not in RHO_ESTIMATES:
-            raise ValueError(f"rho_estimate={rho_estimate!r} is not one of {RHO_ESTIMATES}")
-        if rho is not None and not rho > 0:
-            raise ValueError(f"rho must be > 0 (or None to estimate it), got {rho}")
-        if beta < 0:
-            raise ValueError(f"beta must be >= 0, got {beta}")
-        if num_groups < 2:
-            raise ValueError(f"CCD needs tuples of at least 2 attribute groups, got num_groups={num_groups}")
+        check_choice("rho_estimate", rho_estimate, RHO_ESTIMATES)
+        if rho is not None:
+            check_positive("rho", rho)
+        check_positive("beta", beta, strict=False)
+        check_positive("num_groups", num_groups, minimum=2)  # tuples hold at least 2 attribute versions
         super().__init__(num_classes=num_classes, num_groups=num_groups, input_dim=input_dim, encoder=encoder,
                          encoder_kwargs=encoder_kwargs, lr=lr, optimizer=optimizer, leakage=leakage, **kwargs)
-        self.beta = float(beta)
-        self.normalize = normalize
+        self.beta, self.normalize, self.restore_best = float(beta), normalize, restore_best
+        self.rho_estimate, self.rho_max_rows = rho_estimate, rho_max_rows
+        # the frozen copy f_orig of the original encoder (for L_rep); no classifier
+        self.classifier = None
+        self.encoder_orig = copy.deepcopy(self.encoder)
+        self.freeze_module(self.encoder_orig)
         self.register_buffer("rho", torch.tensor(float(rho) if rho is not None else float("nan")))
         self.register_buffer("best_val_loss", torch.tensor(float("inf")))
         self._best_state: dict[str, torch.Tensor] | None = None
@@ -108,11 +111,6 @@ class CCD(FairModule):
         self.test_dist_mean = torch.nn.ModuleList([MeanMetric() for _ in range(num_groups)])
 
     # ------------------------------------------------------------------ model
-    def build_heads(self) -> None:
-        """No classifier; the frozen copy ``f_orig`` of the original encoder (for ``L_rep``)."""
-        self.encoder_orig = copy.deepcopy(self.encoder)
-        self.freeze_module(self.encoder_orig)
-
     def embed(self, texts: list[str] | tuple[str, ...], original: bool = False) -> torch.Tensor:
         """Embeddings ``[B, d]`` of a list of strings by the trained (or the frozen original) encoder."""
         enc = self.encoder_orig if original else self.encoder
@@ -178,7 +176,7 @@ class CCD(FairModule):
         finally:
             self.train(was)
         d = torch.cat(dists).double()
-        how = self.hparams.rho_estimate
+        how = self.rho_estimate
         value = {"median": d.median(), "mean": d.mean(), "std": d.std(unbiased=False),
                  "variance": d.var(unbiased=False)}[how]
         rho = float(value)
@@ -196,7 +194,7 @@ class CCD(FairModule):
             raise RuntimeError("CCD: ρ is estimated from the datamodule's training tuples; fit with a "
                                "CounterfactualTuples datamodule or pass rho=...")
         # Every process reads the same (first) tuples, so ρ is identical on all ranks.
-        rows = list(dm.splits["train"].x[: self.hparams.rho_max_rows])
+        rows = list(dm.splits["train"].x[: self.rho_max_rows])
         self.rho.fill_(self.estimate_rho(rows))
 
     # ------------------------------------------------------------------ metrics
@@ -212,7 +210,7 @@ class CCD(FairModule):
         """Validation: mean ``loss`` / ``bias`` / ``rep`` and CCED. Test: also CCED of the original encoder and the
         mean attribute-to-neutral distance of each group."""
         attr, neutral = out["attribute"], out["neutral"]
-        bs = self._batch_size(batch)
+        bs = self.batch_rows(batch)
         terms = {}
         if stage == "val" or torch.isfinite(self.rho):
             terms = self.losses(batch, out)
@@ -239,7 +237,7 @@ class CCD(FairModule):
         else:
             if self.test_cced.update_count == 0:
                 return {}
-            names = self._group_names()
+            names = self.group_names()
             values = {"cced": float(self.test_cced.compute()), "cced_original": float(self.test_cced_orig.compute()),
                       "rep_distance": float(self.test_means["rep"].compute()), "rho": float(self.rho)}
             if self.test_means["bias"].update_count:
@@ -259,42 +257,20 @@ class CCD(FairModule):
         self.log("val/best_loss", float(self.best_val_loss), sync_dist=False)
 
     def on_fit_end(self) -> None:
-        if self.hparams.restore_best and self._best_state is not None:
+        if self.restore_best and self._best_state is not None:
             self.encoder.load_state_dict(self._best_state)
 
     # ------------------------------------------------------------------ export
     def save_pretrained(self, path: str | Path) -> Path:
-        """Write the (debiased) encoder as a Hugging Face model directory.
-
-        The directory loads with ``transformers.AutoModel.from_pretrained(path)`` (+ ``AutoTokenizer``) and, through
-        the ``modules.json`` / ``1_Pooling`` files written here, with
-        ``sentence_transformers.SentenceTransformer(path)`` (same pooling, plus a Normalize module when
-        ``normalize=True``).
-        """
-        enc = self.encoder
-        if not (hasattr(enc, "model") and hasattr(enc.model, "save_pretrained") and hasattr(enc, "tokenizer")):
-            raise TypeError(f"save_pretrained needs a Hugging Face encoder (encoder='hf'), got {type(enc).__name__}")
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        enc.model.save_pretrained(str(path))
-        enc.tokenizer.save_pretrained(str(path))
-        dim = int(enc.out_dim)
-        pooling = getattr(enc, "pooling", "mean")
-        modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-                   {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
-        if self.normalize:
-            modules.append({"idx": 2, "name": "2", "path": "2_Normalize",
-                            "type": "sentence_transformers.models.Normalize"})
-            (path / "2_Normalize").mkdir(exist_ok=True)
-        (path / "1_Pooling").mkdir(exist_ok=True)
-        (path / "1_Pooling" / "config.json").write_text(json.dumps({
-            "word_embedding_dimension": dim, "pooling_mode_cls_token": pooling == "cls",
-            "pooling_mode_mean_tokens": pooling == "mean", "pooling_mode_max_tokens": False,
-            "pooling_mode_mean_sqrt_len_tokens": False}, indent=2))
-        (path / "modules.json").write_text(json.dumps(modules, indent=2))
-        (path / "sentence_bert_config.json").write_text(json.dumps(
-            {"max_seq_length": int(getattr(enc, "max_length", 128)), "do_lower_case": False}, indent=2))
+        """Write the (debiased) encoder with :meth:`faircl.models.encoders.HFTextEncoder.save_pretrained` (a Hugging
+        Face and sentence-transformers directory; a Normalize module when ``normalize=True``) plus
+        ``faircl_ccd.json`` (β, ρ, the best validation loss)."""
+        if not isinstance(self.encoder, HFTextEncoder):
+            raise TypeError(f"save_pretrained needs a Hugging Face encoder (encoder='hf'), got "
+                            f"{type(self.encoder).__name__}")
+        path = self.encoder.save_pretrained(path, normalize=self.normalize)
         (path / "faircl_ccd.json").write_text(json.dumps(
-            {"method": "CCD", "beta": self.beta, "rho": float(self.rho), "rho_estimate": self.hparams.rho_estimate,
-             "normalize": self.normalize, "pooling": pooling, "best_val_loss": float(self.best_val_loss)}, indent=2))
+            {"method": "CCD", "beta": self.beta, "rho": float(self.rho), "rho_estimate": self.rho_estimate,
+             "normalize": self.normalize, "pooling": self.encoder.pooling, "best_val_loss": float(self.best_val_loss)},
+            indent=2))
         return path

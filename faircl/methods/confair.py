@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch.nn import functional as F
 
+from faircl._checks import check_choice, check_positive
 from faircl.losses import fcl_loss, supcon_loss
 from faircl.methods.base import FairModule
 
@@ -18,7 +19,8 @@ class ConFair(FairModule):
     """``L_* = α·L_ce + β·(L_scl − λ_fcl·L_fcl)`` on single-view batches (Shen et al. 2021, eq. 3).
 
     ``L_scl`` is SupCon with the task label, ``L_fcl`` SupCon with the protected attribute; both act on
-    ``z = l2(h)``, the L2-normalised encoder output (Shen: the tanh hidden layer of ``Enc``; no extra parameters).
+    ``z = l2(h)``, the L2-normalised encoder output (Shen: the tanh hidden layer of ``Enc``; no extra parameters),
+    or on ``h`` itself with ``normalize=False`` (fairlib).
     Subtracting ``L_fcl`` pushes apart instances that share the attribute, mixing the groups.
 
     With ``pipeline=True`` this is ``Con_*^ft``: stage ``contrastive`` trains the encoder with ``L_scl − L_fcl``
@@ -38,13 +40,12 @@ class ConFair(FairModule):
         fcl_conditioning: ``none`` (the paper) or ``class`` (``L_fcl`` within each class, then averaged — the
             authors' equalized-odds flavour used on some datasets).
         reduction: SupCon reduction, ``mean`` (the paper) or ``confair`` (the authors' code, ``1/(1+|P(i)|)``).
+        normalize: the contrastive terms see ``l2(h)`` (``True``: Shen et al.'s code, the default) or the raw
+            tanh hidden layer ``h`` (``False``: fairlib's FCL, ``model.hidden()``, the version most users run).
         pipeline: train ``Con_*^ft`` instead of the end-to-end ``Con_*``.
         stage1_epochs: epochs of the contrastive stage when ``pipeline=True``.
-        gather_distributed: under DDP, contrast the local anchors with every process's rows (the loss of the global
-            batch, exact gradients after DDP averaging).
-        grad_cache_chunk: train with a gradient cache of this many rows per chunk (memory of a ``chunk``-row
-            step, gradients of the whole batch; manual optimisation, see :mod:`faircl.methods.scale`).
-        **kwargs: :class:`~faircl.methods.base.FairModule` arguments.
+        **kwargs: :class:`~faircl.methods.base.FairModule` arguments (``gather_distributed``, ``grad_cache_chunk``,
+            ...).
     """
 
     def __init__(
@@ -54,37 +55,33 @@ class ConFair(FairModule):
         lambda_fair: float | None = None,
         temperature: float = 0.1,
         lambda_fcl: float = 1.0,
-        fcl_conditioning: str = "none",
-        reduction: str = "mean",
+        fcl_conditioning: Literal["none", "class"] = "none",
+        reduction: Literal["mean", "confair"] = "mean",
+        normalize: bool = True,
         pipeline: bool = False,
         stage1_epochs: int = 5,
-        gather_distributed: bool = True,
-        grad_cache_chunk: int | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        if fcl_conditioning not in FCL_CONDITIONING:
-            raise ValueError(f"fcl_conditioning={fcl_conditioning!r} is not one of {FCL_CONDITIONING}")
-        if reduction not in ("mean", "confair"):
-            raise ValueError(f"reduction={reduction!r} must be 'mean' or 'confair'")
+        check_choice("fcl_conditioning", fcl_conditioning, FCL_CONDITIONING)
+        check_choice("reduction", reduction, ("mean", "confair"))
+        check_positive("temperature", temperature)
         if lambda_fair is not None:
-            if lambda_fair < 0:
-                raise ValueError(f"lambda_fair must be >= 0, got {lambda_fair}")
+            check_positive("lambda_fair", lambda_fair, strict=False)
             alpha, beta = 1.0 / (1.0 + lambda_fair), lambda_fair / (1.0 + lambda_fair)
-        if alpha < 0 or beta < 0:
-            raise ValueError(f"alpha and beta must be >= 0, got {alpha} and {beta}")
-        if pipeline and stage1_epochs < 1:
-            raise ValueError(f"stage1_epochs must be >= 1 with pipeline=True, got {stage1_epochs}")
-        self.alpha, self.beta, self.temperature, self.lambda_fcl = alpha, beta, temperature, lambda_fcl
+        check_positive("alpha", alpha, strict=False)
+        check_positive("beta", beta, strict=False)
+        if pipeline:
+            check_positive("stage1_epochs", stage1_epochs, minimum=1)
+        super().__init__(**kwargs)
+        self.alpha, self.beta, self.lambda_fair = alpha, beta, lambda_fair  # alpha, beta: derived from λ when given
+        self.temperature, self.lambda_fcl = temperature, lambda_fcl
         self.fcl_conditioning, self.reduction = fcl_conditioning, reduction
+        self.normalize = bool(normalize)
         self.pipeline, self.stage1_epochs = pipeline, stage1_epochs
-        if grad_cache_chunk is not None and grad_cache_chunk < 1:
-            raise ValueError(f"grad_cache_chunk must be >= 1 or None, got {grad_cache_chunk}")
-        self.gather_distributed, self.grad_cache_chunk = gather_distributed, grad_cache_chunk
-        self.automatic_optimization = grad_cache_chunk is None
 
     def embed_heads(self, h: torch.Tensor) -> dict[str, torch.Tensor]:
-        return {"z": F.normalize(h if h.dtype == torch.float64 else h.float(), dim=-1)}
+        h = h if h.dtype == torch.float64 else h.float()
+        return {"z": F.normalize(h, dim=-1) if self.normalize else h}
 
     def stage_epochs(self) -> list[tuple[str, int | None]]:
         if self.pipeline:
@@ -101,7 +98,7 @@ class ConFair(FairModule):
     def contrastive_terms(self, out: dict[str, torch.Tensor], labels: torch.Tensor,
                           groups: torch.Tensor) -> dict[str, torch.Tensor]:
         """``L_scl`` (SupCon on the labels) and ``L_fcl`` (SupCon on the groups, optionally within classes)."""
-        gather = self.gather_distributed
+        gather = self.hparams.gather_distributed
         scl = supcon_loss(out["z"], labels, temperature=self.temperature, normalize=False, reduction=self.reduction,
                           gather_distributed=gather)
         fcl = fcl_loss(out["z"], labels, groups, temperature=self.temperature, conditioning=self.fcl_conditioning,
@@ -111,13 +108,12 @@ class ConFair(FairModule):
     def losses(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         y, a = batch["y"], batch["a"]
         if self.stage == "classifier":
-            ce = F.cross_entropy(out["logits"].float(), y)
-            return {"ce": ce, "loss": ce}
+            return self.classifier_terms(batch, out)
         terms = self.contrastive_terms(out, y, a)
         contrast = terms["scl"] - self.lambda_fcl * terms["fcl"]
         if self.stage == "contrastive":
             terms["loss"] = contrast
             return terms
-        terms["ce"] = F.cross_entropy(out["logits"].float(), y)
+        terms["ce"] = self.classifier_terms(batch, out)["ce"]
         terms["loss"] = self.alpha * terms["ce"] + self.beta * contrast
         return terms

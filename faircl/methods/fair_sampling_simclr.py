@@ -35,19 +35,20 @@ influence the representation.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
+from faircl._checks import check_choice, check_positive
 from faircl.losses import nt_xent_loss
-from faircl.losses.sampled_negatives import sample_negatives, sampled_pair_loss
+from faircl.losses.fair_sampling import NEGATIVES, fair_nt_xent_loss
 from faircl.methods.base import FairModule
-from faircl.methods.scale import view_outputs
-from faircl.metrics import ClusterBalance
 from faircl.metrics.clustering import kmeans
-from faircl.metrics.probes import linear_probe as shared_linear_probe
-from faircl.mining import fair_negative_weights, nearest_cluster_positive
+from faircl.metrics.embedding import cluster_balance
+from faircl.metrics.probes import linear_probe
 from faircl.models import ProjectionHead
+
+__all__ = ["FairSamplingSimCLR", "SimCLR"]
 
 
 class FairSamplingSimCLR(FairModule):
@@ -71,11 +72,9 @@ class FairSamplingSimCLR(FairModule):
         cluster_seed: seed of K-means.
         kmeans_iters: maximum Lloyd iterations.
         probe_max_rows: at most this many train rows for the test-time linear probe.
-        gather_distributed: under DDP, contrast the local anchors with every process's rows (NT-Xent and the
-            negative weights of the global batch; the cluster state is identical on every rank). The nearest
-            same-cluster positive is still searched in the local batch. Not used with ``negatives="sampled"``.
-        grad_cache_chunk: train with a gradient cache of this many rows per chunk (see :mod:`faircl.methods.scale`).
-        **kwargs: :class:`~faircl.methods.base.FairModule` arguments.
+        **kwargs: :class:`~faircl.methods.base.FairModule` arguments. ``gather_distributed``: NT-Xent and the
+            negative weights of the global batch (the cluster state is identical on every rank; the nearest
+            same-cluster positive is still searched in the local batch; not used with ``negatives="sampled"``).
     """
 
     requires_views = True
@@ -90,80 +89,58 @@ class FairSamplingSimCLR(FairModule):
         num_clusters: int = 4,
         epsilon: float = 0.1,
         nearest_positive: bool = True,
-        negatives: str = "weighted",
+        negatives: Literal["weighted", "sampled"] = "weighted",
         recluster_every: int = 0,
-        cluster_on: str = "z",
+        cluster_on: Literal["z", "h"] = "z",
         cluster_seed: int = 0,
         kmeans_iters: int = 100,
         probe_max_rows: int = 5000,
-        gather_distributed: bool = True,
-        grad_cache_chunk: int | None = None,
         **kwargs: Any,
     ) -> None:
-        if stage1_epochs < 0 or recluster_every < 0:
-            raise ValueError(f"stage1_epochs and recluster_every must be >= 0, got {stage1_epochs}, "
-                             f"{recluster_every}")
-        if num_clusters < 2:
-            raise ValueError(f"num_clusters must be >= 2, got {num_clusters}")
-        if negatives not in ("weighted", "sampled"):
-            raise ValueError(f"negatives must be 'weighted' or 'sampled', got {negatives!r}")
-        if cluster_on not in ("z", "h"):
-            raise ValueError(f"cluster_on must be 'z' or 'h', got {cluster_on!r}")
-        if temperature <= 0:
-            raise ValueError(f"temperature must be > 0, got {temperature}")
-        if grad_cache_chunk is not None and grad_cache_chunk < 1:
-            raise ValueError(f"grad_cache_chunk must be >= 1 or None, got {grad_cache_chunk}")
+        check_positive("stage1_epochs", stage1_epochs, strict=False)
+        check_positive("recluster_every", recluster_every, strict=False)
+        check_positive("num_clusters", num_clusters, minimum=2)
+        check_choice("negatives", negatives, NEGATIVES)
+        check_choice("cluster_on", cluster_on, ("z", "h"))
+        check_positive("temperature", temperature)
         super().__init__(**kwargs)
-        self.grad_cache_chunk = grad_cache_chunk
-        self.automatic_optimization = grad_cache_chunk is None
-
-    # ------------------------------------------------------------------ model
-    def build_heads(self) -> None:
-        """Projection head ``h → z`` (2 layers, ReLU, L2-normalised), the online probe ``h.detach() → logits``,
-        and the cluster state buffers."""
-        hp = self.hparams
+        self.fair_sampling, self.stage1_epochs, self.temperature = fair_sampling, stage1_epochs, temperature
+        self.num_clusters, self.epsilon, self.nearest_positive = num_clusters, epsilon, nearest_positive
+        self.negatives, self.recluster_every, self.cluster_on = negatives, recluster_every, cluster_on
+        self.cluster_seed, self.kmeans_iters, self.probe_max_rows = cluster_seed, kmeans_iters, probe_max_rows
         out_dim = self.encoder.out_dim
-        self.projector = ProjectionHead(out_dim, hp.proj_dim, hidden_dim=hp.proj_hidden or out_dim, num_layers=2)
+        # projection head h → z (2 layers, ReLU, L2-normalised) and the online probe h.detach() → logits
+        self.projector = ProjectionHead(out_dim, proj_dim, hidden_dim=proj_hidden or out_dim, num_layers=2)
         self.add_online_probe(out_dim, on="h")
-        dim = hp.proj_dim if hp.cluster_on == "z" else out_dim
+        dim = proj_dim if cluster_on == "z" else out_dim
         # cluster id of every train row (by idx); empty until the first clustering (resized on checkpoint load)
         self.register_buffer("cluster_ids", torch.zeros(0, dtype=torch.long))
-        self.register_buffer("cluster_freq", torch.zeros(hp.num_clusters))
-        self.register_buffer("cluster_centroids", torch.zeros(hp.num_clusters, dim))
+        self.register_buffer("cluster_freq", torch.zeros(num_clusters))
+        self.register_buffer("cluster_centroids", torch.zeros(num_clusters, dim))
         self.register_buffer("cluster_epoch", torch.tensor(-1, dtype=torch.long))
 
+    # ------------------------------------------------------------------ model
     def embed_heads(self, h: torch.Tensor) -> dict[str, torch.Tensor]:
         """``{"z": projection (normalised, [B, proj_dim])}``; ``logits`` come from the probe on ``h.detach()``."""
         return {"z": self.projector(h)}
 
     def stage_epochs(self) -> list[tuple[str, int | None]]:
-        if not self.hparams.fair_sampling:
+        if not self.fair_sampling:
             return [("simclr", None)]
-        return [("simclr", self.hparams.stage1_epochs), ("fair", None)]
+        return [("simclr", self.stage1_epochs), ("fair", None)]
 
     # ------------------------------------------------------------------ training
     def losses(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        hp = self.hparams
-        z1, z2 = out["z"], view_outputs(self, batch)["z"]
-        gather = bool(hp.get("gather_distributed", True)) and hp.get("negatives", "weighted") != "sampled"
-        terms: dict[str, torch.Tensor] = {}
+        z1, z2 = out["z"], self.second_view(batch)["z"]
+        gather = bool(self.hparams.gather_distributed)
         if self.stage == "fair":
             if self.cluster_ids.numel() == 0:
                 raise RuntimeError("the fair phase started without cluster assignments (cluster_ids is empty)")
-            clusters = self.cluster_ids[batch["idx"]]
-            weights = fair_negative_weights(z1.detach(), clusters, hp.num_clusters, hp.epsilon,
-                                            cluster_freq=self.cluster_freq, gather_distributed=gather)
-            extra = nearest_cluster_positive(z1.detach(), clusters) if hp.nearest_positive else None
-            if hp.get("negatives", "weighted") == "sampled":
-                drawn = sample_negatives(weights)
-                terms["nt_xent"] = sampled_pair_loss(z1, z2, drawn, hp.temperature, extra_positives=extra)
-            else:
-                terms["nt_xent"] = nt_xent_loss(z1, z2, hp.temperature, negative_weights=weights,
-                                                extra_positives=extra, gather_distributed=gather)
+            loss = fair_nt_xent_loss(z1, z2, self.cluster_ids[batch["idx"]], self.num_clusters, self.cluster_freq,
+                                     self.temperature, self.epsilon, self.nearest_positive, self.negatives, gather)
         else:
-            terms["nt_xent"] = nt_xent_loss(z1, z2, hp.temperature, gather_distributed=gather)
-        terms["loss"] = terms["nt_xent"]
-        return self.with_probe_loss(terms, batch, out)
+            loss = nt_xent_loss(z1, z2, self.temperature, gather_distributed=gather and self.negatives == "weighted")
+        return self.with_probe_loss({"nt_xent": loss, "loss": loss}, batch, out)
 
     def on_train_epoch_start(self) -> None:
         super().on_train_epoch_start()
@@ -176,7 +153,7 @@ class FairSamplingSimCLR(FairModule):
     def _due_clustering_epoch(self, epoch: int) -> int:
         """Epoch of the latest scheduled clustering at ``epoch`` (first ``fair`` epoch, then every R epochs)."""
         start = self.stage_start_epoch("fair")
-        r = self.hparams.recluster_every
+        r = self.recluster_every
         return start if r == 0 else start + r * ((epoch - start) // r)
 
     @torch.no_grad()
@@ -186,18 +163,17 @@ class FairSamplingSimCLR(FairModule):
         Returns:
             the cluster id of every train row ``[N]``.
         """
-        hp = self.hparams
-        data = self.collect(self.plain_loader("train"), keys=(hp.cluster_on,))
+        data = self.collect(self.plain_loader("train"), keys=(self.cluster_on,))
         n = len(self.attached_datamodule.splits["train"])
         if data["idx"].numel() != n or not torch.equal(data["idx"], torch.arange(n)):
             raise RuntimeError(f"clustering needs every train row exactly once, gathered {data['idx'].numel()} of {n}")
-        labels, centroids = kmeans(data[hp.cluster_on], hp.num_clusters, seed=hp.cluster_seed,
-                                   max_iter=hp.kmeans_iters)
+        labels, centroids = kmeans(data[self.cluster_on], self.num_clusters, seed=self.cluster_seed,
+                                   max_iter=self.kmeans_iters)
         self.cluster_ids = labels.to(self.device)
-        self.cluster_freq.copy_(torch.bincount(labels, minlength=hp.num_clusters).float() / n)
+        self.cluster_freq.copy_(torch.bincount(labels, minlength=self.num_clusters).float() / n)
         self.cluster_centroids.copy_(centroids.float())
         self.cluster_epoch.fill_(self.current_epoch if epoch is None else epoch)
-        stats = cluster_stats(data[hp.cluster_on], hp.num_clusters, seed=hp.cluster_seed)
+        stats = self.cluster_stats(data[self.cluster_on])
         self.log_dict({f"cluster/{k}": v for k, v in stats.items()}, on_step=False, on_epoch=True)
         return labels
 
@@ -209,16 +185,27 @@ class FairSamplingSimCLR(FairModule):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     # ------------------------------------------------------------------ evaluation
+    def cluster_stats(self, emb: torch.Tensor) -> dict[str, float]:
+        """Martin & Ogbuokiri's cluster balance of embeddings ``[N, d]`` (:func:`faircl.metrics.cluster_balance`, a
+        seeded K-means with ``num_clusters``): ``dominance`` (largest cluster share), ``entropy`` (of the cluster
+        sizes, bits) and ``separation`` (mean Euclidean distance between the centroids)."""
+        result = cluster_balance(emb.float().cpu(), self.num_clusters, self.cluster_seed)
+        return {key: float(result[name]) for key, name in
+                (("dominance", "dominance_ratio"), ("entropy", "entropy"), ("separation", "separation"))}
+
     def extra_test_metrics(self, outputs: dict[str, torch.Tensor]) -> dict[str, float]:
-        """Cluster balance of the test embeddings (K-means, K = ``num_clusters``) and the linear probe on frozen ``h``."""
-        hp = self.hparams
+        """Cluster balance of the test embeddings (K-means, K = ``num_clusters``) and a logistic-regression probe on
+        frozen, standardised ``h`` (SimCLR's linear evaluation; Martin & Ogbuokiri Table 2): ``probe_accuracy``,
+        ``probe_f1`` (of class 1 for binary tasks, macro otherwise) and ``probe_auc``."""
         report: dict[str, float] = {}
-        emb = outputs.get(hp.cluster_on)
-        if emb is not None and len(emb) >= hp.num_clusters:
-            report.update({f"cluster_{k}": v for k, v in cluster_stats(emb, hp.num_clusters, hp.cluster_seed).items()})
+        emb = outputs.get(self.cluster_on)
+        if emb is not None and len(emb) >= self.num_clusters:
+            report.update({f"cluster_{k}": v for k, v in self.cluster_stats(emb).items()})
         if self.attached_datamodule is not None and "h" in outputs:
-            train = self.collect(self.plain_loader("train"), keys=("h", "y"), max_rows=hp.probe_max_rows)
-            report.update(linear_probe(train["h"], train["y"], outputs["h"], outputs["y"], self.num_classes))
+            train = self.collect(self.plain_loader("train"), keys=("h", "y"), max_rows=self.probe_max_rows)
+            scores = linear_probe(train["h"], train["y"], outputs["h"], outputs["y"], "logistic",
+                                  num_classes=self.num_classes)
+            report.update({f"probe_{key}": float(scores[key]) for key in ("accuracy", "f1", "auc")})
         return report
 
 
@@ -232,32 +219,3 @@ class SimCLR(FairSamplingSimCLR):
 
     def __init__(self, fair_sampling: bool = False, **kwargs: Any) -> None:
         super().__init__(fair_sampling=fair_sampling, **kwargs)
-
-
-def cluster_stats(emb: torch.Tensor, num_clusters: int, seed: int = 0) -> dict[str, float]:
-    """Martin & Ogbuokiri's cluster balance of embeddings ``[N, d]``, via :class:`faircl.metrics.ClusterBalance`.
-
-    Returns ``{"dominance": largest cluster share, "entropy": entropy of the cluster sizes (bits),
-    "separation": mean Euclidean distance between the centroids}`` of a seeded K-means with ``num_clusters``.
-    """
-    metric = ClusterBalance(num_clusters, seed=seed)
-    metric.update(emb.float().cpu())
-    result = metric.compute()
-    return {key: float(result[name]) for key, name in
-            (("dominance", "dominance_ratio"), ("entropy", "entropy"), ("separation", "separation"))}
-
-
-def linear_probe(h_train: torch.Tensor, y_train: torch.Tensor, h_test: torch.Tensor, y_test: torch.Tensor,
-                 num_classes: int, seed: int = 0) -> dict[str, float]:
-    """Logistic-regression probe on frozen, standardised embeddings (SimCLR's linear evaluation; Martin & Ogbuokiri
-    Table 2), by :func:`faircl.metrics.probes.linear_probe`.
-
-    Returns:
-        ``{"probe_accuracy", "probe_f1", "probe_auc"}`` (F1 of class 1 for binary tasks, macro otherwise; AUC NaN
-        when a class is absent from the test labels).
-    """
-    scores = shared_linear_probe(h_train, y_train, h_test, y_test, "logistic", num_classes=num_classes, seed=seed)
-    return {f"probe_{key}": float(scores[key]) for key in ("accuracy", "f1", "auc")}
-
-
-__all__ = ["FairSamplingSimCLR", "SimCLR", "cluster_stats", "kmeans", "linear_probe"]

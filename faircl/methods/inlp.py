@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 from torch import nn
 
+from faircl._checks import check_choice, check_positive
 from faircl.checkpoints import check_checkpoint
 from faircl.methods.base import FairModule
 from faircl.metrics.probes import fit_probe, probe_accuracy
@@ -62,8 +63,7 @@ def inlp_projection(
     Returns:
         ``(P [d, d], accuracies)`` — the symmetric projection and each round's mean probe accuracy (before removal).
     """
-    if probe not in PROBES:
-        raise ValueError(f"probe={probe!r} is not one of {PROBES}")
+    check_choice("probe", probe, PROBES)
     h = np.asarray(h, dtype=np.float64)
     a = np.asarray(a)
     keep = a >= 0
@@ -104,8 +104,8 @@ class INLP(FairModule):
     epochs. ``P`` is a registered buffer (saved in checkpoints) applied in ``forward``; ``h`` in the outputs is the
     projected representation (what the classifier sees).
 
-    Under DDP, stages leave some parameters without gradients (the heads of the other stage, the frozen
-    encoder): use ``--trainer.strategy ddp_find_unused_parameters_true``.
+    Under DDP the ``project`` stage freezes the encoder and the DDP wrapper is rebuilt over the classifier at the
+    stage start, so plain ``--trainer.strategy ddp`` works (no ``find_unused_parameters``; tests/scale).
 
     Args:
         n_clf: number of INLP rounds N_clf (Chi grids: 20–400).
@@ -125,7 +125,7 @@ class INLP(FairModule):
         self,
         n_clf: int = 20,
         per_class: bool = False,
-        probe: str = "svm",
+        probe: Literal["svm", "logistic"] = "svm",
         probe_c: float = 1.0,
         min_accuracy: float = 0.0,
         max_rows: int = 20000,
@@ -134,16 +134,14 @@ class INLP(FairModule):
         seed: int = 0,
         **kwargs: Any,
     ) -> None:
+        check_positive("n_clf", n_clf, minimum=1)
+        check_choice("probe", probe, PROBES)
+        check_positive("probe_c", probe_c)
+        check_positive("stage1_epochs", stage1_epochs, strict=False)
         super().__init__(**kwargs)
-        if n_clf < 1:
-            raise ValueError(f"n_clf must be >= 1, got {n_clf}")
-        if probe not in PROBES:
-            raise ValueError(f"probe={probe!r} is not one of {PROBES}")
-        if stage1_epochs < 0:
-            raise ValueError(f"stage1_epochs must be >= 0, got {stage1_epochs}")
         self.n_clf, self.per_class, self.probe, self.probe_c = n_clf, per_class, probe, probe_c
         self.min_accuracy, self.max_rows, self.stage1_epochs = min_accuracy, max_rows, stage1_epochs
-        self.seed = seed
+        self.encoder_checkpoint, self.seed = encoder_checkpoint, seed
         d = self.encoder.out_dim
         self.register_buffer("projection", torch.eye(d))
         self.register_buffer("projection_fitted", torch.tensor(False))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import torch
-from torch.nn import functional as F
 
+from faircl._checks import check_choice, check_in_range, check_positive
+from faircl.losses.conditional import CS_REDUCTIONS, chi_contrastive_terms
 from faircl.methods.base import FairModule
-from faircl.methods.scale import view_outputs
-from faircl.methods.two_stage_cl import CS_REDUCTIONS, chi_contrastive_terms
 from faircl.models.heads import ProjectionHead
 
 
@@ -26,12 +25,10 @@ class OneStageCL(FairModule):
         cs_normalize: L2-normalise the embeddings inside ``L_CS``.
         cs_reduction: ``"code"`` (default, the authors' code: mean over the ``2N`` anchors of the unweighted
             per-anchor terms, the scale of the paper's λ grid) or ``"paper"`` (eq. 2's weighted sum); see
-            :func:`faircl.methods.two_stage_cl.reduce_cs_terms`.
+            :func:`faircl.losses.conditional.reduce_cs_terms`.
         proj_dim: output size of the projection head.
-        gather_distributed: under DDP, contrast the local anchors with every process's rows (the loss of the global
-            batch, exact gradients after DDP averaging).
-        grad_cache_chunk: train with a gradient cache of this many rows per chunk (see :mod:`faircl.methods.scale`).
-        **kwargs: :class:`~faircl.methods.base.FairModule` arguments.
+        **kwargs: :class:`~faircl.methods.base.FairModule` arguments (``gather_distributed``, ``grad_cache_chunk``,
+            ...).
     """
 
     requires_views = True
@@ -43,40 +40,28 @@ class OneStageCL(FairModule):
         temperature: float = 0.1,
         cs_temperature: float | None = None,
         cs_normalize: bool = True,
-        cs_reduction: str = "code",
+        cs_reduction: Literal["code", "paper"] = "code",
         proj_dim: int = 128,
-        gather_distributed: bool = True,
-        grad_cache_chunk: int | None = None,
         **kwargs: Any,
     ) -> None:
+        check_positive("lambda_cs", lambda_cs, strict=False)
+        check_in_range("gamma", gamma, 0.0, 1.0)
+        check_positive("temperature", temperature)
+        check_choice("cs_reduction", cs_reduction, CS_REDUCTIONS)
         super().__init__(**kwargs)
-        if lambda_cs < 0:
-            raise ValueError(f"lambda_cs must be >= 0, got {lambda_cs}")
-        if not 0.0 <= gamma <= 1.0:
-            raise ValueError(f"gamma must be in [0, 1], got {gamma}")
-        if cs_reduction not in CS_REDUCTIONS:
-            raise ValueError(f"cs_reduction={cs_reduction!r} must be one of {CS_REDUCTIONS}")
-        self.cs_reduction = cs_reduction
         self.lambda_cs, self.gamma, self.temperature = lambda_cs, gamma, temperature
         self.cs_temperature = temperature if cs_temperature is None else cs_temperature
-        self.cs_normalize, self.proj_dim = cs_normalize, proj_dim
-        if grad_cache_chunk is not None and grad_cache_chunk < 1:
-            raise ValueError(f"grad_cache_chunk must be >= 1 or None, got {grad_cache_chunk}")
-        self.gather_distributed, self.grad_cache_chunk = gather_distributed, grad_cache_chunk
-        self.automatic_optimization = grad_cache_chunk is None
-
-    def build_heads(self) -> None:
-        super().build_heads()
-        self.projection = ProjectionHead(self.encoder.out_dim, self.proj_dim)
+        self.cs_normalize, self.cs_reduction, self.proj_dim = cs_normalize, cs_reduction, proj_dim
+        self.projection = ProjectionHead(self.encoder.out_dim, proj_dim)
 
     def embed_heads(self, h: torch.Tensor) -> dict[str, torch.Tensor]:
         return {"z": self.projection(h)}
 
     def losses(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        ce = F.cross_entropy(out["logits"].float(), batch["y"])
-        z2 = view_outputs(self, batch)["z"]
-        terms = chi_contrastive_terms(out["z"], z2, batch["y"], batch["a"], self.temperature, self.cs_temperature,
-                                      self.cs_normalize, self.cs_reduction, self.gather_distributed)
+        ce = self.classifier_terms(batch, out)["ce"]
+        terms = chi_contrastive_terms(out["z"], self.second_view(batch)["z"], batch["y"], batch["a"],
+                                      self.temperature, self.cs_temperature, self.cs_normalize, self.cs_reduction,
+                                      self.hparams.gather_distributed)
         terms["ce"] = ce
         terms["loss"] = (1 - self.gamma) * ce + self.gamma * terms["sup"] + self.lambda_cs * terms["cs"]
         return terms

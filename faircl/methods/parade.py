@@ -20,8 +20,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from faircl._checks import check_positive
 from faircl.losses import Decorrelation
-from faircl.methods.dml import DML, TUPLE_LOSSES
+from faircl.losses.mined import TUPLE_LOSSES
+from faircl.methods.dml import DML
 
 
 class PARADE(DML):
@@ -47,21 +49,17 @@ class PARADE(DML):
         decorr_lr: float | None = None,
         **kwargs: Any,
     ) -> None:
-        if lambda_sa < 0 or lambda_sep < 0:
-            raise ValueError(f"lambda_sa and lambda_sep must be >= 0, got lambda_sa={lambda_sa}, "
-                             f"lambda_sep={lambda_sep}")
+        check_positive("lambda_sa", lambda_sa, strict=False)
+        check_positive("lambda_sep", lambda_sep, strict=False)
         loss = kwargs.get("loss", "margin")
         if loss not in TUPLE_LOSSES:
             raise ValueError(f"PARADE needs a triplet loss for both heads ({', '.join(TUPLE_LOSSES)}), got loss={loss!r}")
         super().__init__(**kwargs)
-
-    def build_heads(self) -> None:
-        """Target head and objective (from DML), the SA head φ_SA, its objective and the correlation regressor ξ."""
-        super().build_heads()
-        hp = self.hparams
-        self.embed_sa = nn.Linear(self.encoder.out_dim, hp.embed_dim)
-        self.objective_sa = self._objective(max(self.num_groups, 1))
-        self.decorrelation = Decorrelation(hp.embed_dim, hp.embed_dim, hidden=hp.decorr_hidden)
+        self.lambda_sa, self.lambda_sep, self.decorr_hidden, self.decorr_lr = (lambda_sa, lambda_sep, decorr_hidden,
+                                                                               decorr_lr)
+        self.embed_sa = nn.Linear(self.encoder.out_dim, self.embed_dim)
+        self.objective_sa = self.metric_objective(max(self.num_groups, 1))
+        self.decorrelation = Decorrelation(self.embed_dim, self.embed_dim, hidden=decorr_hidden)
 
     def objective_names(self) -> list[str]:
         return ["objective", "objective_sa"]
@@ -79,11 +77,10 @@ class PARADE(DML):
         return self._both_heads(h) if self.training else super().embed_heads(h)
 
     def losses(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        hp = self.hparams
         l_targ, n_targ = self.objective(out["z"], batch["y"])
         l_sa, n_sa = self.objective_sa(out["z_sa"], batch["a"])
         corr = self.decorrelation(out["z"], out["z_sa"])
-        terms = {"targ": l_targ, "sa": hp.lambda_sa * l_sa, "decorr": -hp.lambda_sep * corr,
+        terms = {"targ": l_targ, "sa": self.lambda_sa * l_sa, "decorr": -self.lambda_sep * corr,
                  "correlation": corr.detach()}
         if n_targ >= 0:
             terms["triplets"] = torch.tensor(float(n_targ), device=l_targ.device)
@@ -94,6 +91,6 @@ class PARADE(DML):
     def module_lrs(self) -> dict[str, dict[str, float]]:
         """DML's objective learning rates plus ξ at ``decorr_lr`` when it is set."""
         lrs = super().module_lrs()
-        if self.hparams.decorr_lr is not None:
-            lrs["decorrelation"] = {"lr": self.hparams.decorr_lr}
+        if self.decorr_lr is not None:
+            lrs["decorrelation"] = {"lr": self.decorr_lr}
         return lrs

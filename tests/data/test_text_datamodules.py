@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 import torch
 
-from faircl.testing import make_tiny_bert
 from faircl.data import DataError
 from faircl.data.feature_cache import FeatureCache, default_cache_dir
 from faircl.data.text import (
@@ -26,11 +25,6 @@ from faircl.data.text import (
     TextCSV,
     stratified_split,
 )
-
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory) -> str:
-    return make_tiny_bert(tmp_path_factory.mktemp("tiny_bert"))
-
 
 def error_names(err: pytest.ExceptionInfo, file: str, column: str, row: int) -> None:
     msg = str(err.value)

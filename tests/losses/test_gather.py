@@ -7,13 +7,11 @@ concatenated, and every rank must report the global loss value.
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 from faircl.losses import cs_infonce_loss, fcl_loss, nt_xent_loss, supcon_loss
 from faircl.mining import fair_negative_weights
@@ -85,11 +83,6 @@ def run_all(x1, x2, y, a, clusters, extra, weight, gather, block_size):
     return out
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def _worker(rank: int, port: int, out_dir: str) -> None:
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD)
@@ -111,8 +104,8 @@ def _worker(rank: int, port: int, out_dir: str) -> None:
 
 
 @pytest.mark.ddp
-def test_gathered_losses_equal_single_process_on_concatenated_batch(tmp_path):
-    mp.spawn(_worker, args=(_free_port(), str(tmp_path)), nprocs=WORLD, join=True)
+def test_gathered_losses_equal_single_process_on_concatenated_batch(tmp_path, spawn_ddp):
+    spawn_ddp(_worker, str(tmp_path), nprocs=WORLD)
     x1, x2, y, a, clusters, extra, weight = global_data()
     # The same extra positives as the ranks use, as indices into the concatenated batch.
     parts, lo = [], 0

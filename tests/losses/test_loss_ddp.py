@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 from torch import nn
 
 from faircl.losses import cs_infonce_loss, fcl_loss, nt_xent_loss, supcon_loss
@@ -41,11 +39,6 @@ def losses(z1, z2, y, a):
         "nt_xent": nt_xent_loss(z1, z2),
     }
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _worker(rank: int, port: int, out_dir: str) -> None:
@@ -83,8 +76,8 @@ def _worker(rank: int, port: int, out_dir: str) -> None:
 
 
 @pytest.mark.ddp
-def test_gathered_global_loss_and_gradients_equal_single_process(tmp_path):
-    mp.spawn(_worker, args=(_free_port(), str(tmp_path)), nprocs=WORLD, join=True)
+def test_gathered_global_loss_and_gradients_equal_single_process(tmp_path, spawn_ddp):
+    spawn_ddp(_worker, str(tmp_path), nprocs=WORLD)
     x1, x2, y, a = global_batch()
     net = model()
     expected = {}

@@ -34,16 +34,17 @@ def _dm(batch_size: int = 8) -> CounterfactualTuples:
 
 
 @pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory) -> str:
+def ccd_bert(tmp_path_factory) -> str:
+    """A tiny random BERT whose vocabulary holds every word of the CCD tuples (no [UNK] in these tests)."""
     dm = _dm()
     dm.setup("fit")
     texts = [s for split in dm.splits.values() for t in split.x for s in t]
     return str(save_random_bert(tmp_path_factory.mktemp("bert"), texts, hidden_size=32))
 
 
-def _model(tiny_bert: str, **kw) -> CCD:
+def _model(ccd_bert: str, **kw) -> CCD:
     kw.setdefault("lr", 1e-3)
-    return CCD(encoder="hf", encoder_kwargs={"model_dir": tiny_bert}, **kw)
+    return CCD(encoder="hf", encoder_kwargs={"model_dir": ccd_bert}, **kw)
 
 
 def _fit(model: CCD, dm, steps: int = 40, **trainer_kw) -> L.Trainer:
@@ -70,11 +71,11 @@ def test_bias_loss_zero_iff_equidistant():
     assert loss > 0 and loss == pytest.approx(float(ref), rel=1e-5)
 
 
-def test_rho_estimate_matches_literal_distances(tiny_bert):
+def test_rho_estimate_matches_literal_distances(ccd_bert):
     dm = _dm()
     dm.setup("fit")
     tuples = list(dm.splits["train"].x)
-    model = _model(tiny_bert).eval()
+    model = _model(ccd_bert).eval()
     d = []
     with torch.no_grad():
         for t in tuples:
@@ -83,16 +84,16 @@ def test_rho_estimate_matches_literal_distances(tiny_bert):
     d = torch.tensor(d, dtype=torch.float64)
     assert model.estimate_rho(tuples) == pytest.approx(float(d.median()), rel=1e-4)
     for how, ref in (("std", d.std(unbiased=False)), ("mean", d.mean()), ("variance", d.var(unbiased=False))):
-        assert _model(tiny_bert, rho_estimate=how).estimate_rho(tuples) == pytest.approx(float(ref), rel=1e-4)
+        assert _model(ccd_bert, rho_estimate=how).estimate_rho(tuples) == pytest.approx(float(ref), rel=1e-4)
     with pytest.raises(ValueError, match="rho_estimate"):
-        _model(tiny_bert, rho_estimate="var")
+        _model(ccd_bert, rho_estimate="var")
     with pytest.raises(ValueError, match="identical|coincide"):
         model.estimate_rho([("same text", "same text", "same text")])
 
 
-def test_training_lowers_cced_and_keeps_best(tiny_bert):
+def test_training_lowers_cced_and_keeps_best(ccd_bert):
     dm = _dm()
-    model = _model(tiny_bert, beta=1.0)
+    model = _model(ccd_bert, beta=1.0)
     trainer = _fit(model, dm, steps=40)
     assert torch.isfinite(model.rho) and float(model.rho) > 0
     # Validation ran every 10 steps; the restored encoder is the one with the lowest validation loss.
@@ -112,11 +113,11 @@ def test_training_lowers_cced_and_keeps_best(tiny_bert):
     assert set(rep) >= {"cced", "cced_original", "rep_distance", "bias_loss", "distance_to_neutral/male"}
 
 
-def test_rep_loss_keeps_neutral_embeddings_close(tiny_bert):
+def test_rep_loss_keeps_neutral_embeddings_close(ccd_bert):
     dists = {}
     for beta in (0.0, 5.0):
         dm = _dm()
-        model = _model(tiny_bert, beta=beta)
+        model = _model(ccd_bert, beta=beta)
         _fit(model, dm, steps=20)
         model.eval()
         with torch.no_grad():
@@ -125,9 +126,9 @@ def test_rep_loss_keeps_neutral_embeddings_close(tiny_bert):
     assert dists[5.0] < 0.5 * dists[0.0], dists
 
 
-def test_export_and_checkpoint(tiny_bert, tmp_path):
+def test_export_and_checkpoint(ccd_bert, tmp_path):
     dm = _dm()
-    model = _model(tiny_bert, beta=0.5)
+    model = _model(ccd_bert, beta=0.5)
     trainer = _fit(model, dm, steps=10)
     model.eval()
     texts = ["He works as a nurse in the city.", "They like to cook dinner."]
@@ -150,31 +151,31 @@ def test_export_and_checkpoint(tiny_bert, tmp_path):
     ckpt = tmp_path / "ccd.ckpt"
     trainer.save_checkpoint(str(ckpt))
     again = CCD.load_from_checkpoint(str(ckpt))
-    assert again.beta == 0.5 and again.hparams.encoder_kwargs == {"model_dir": tiny_bert}
+    assert again.beta == 0.5 and again.hparams.encoder_kwargs == {"model_dir": ccd_bert}
     assert float(again.rho) == pytest.approx(float(model.rho))
     with torch.no_grad():
         assert torch.allclose(again.eval().embed(texts), ours, atol=1e-5)
 
 
-def test_bad_batch_and_args(tiny_bert):
-    model = _model(tiny_bert, rho=1.0)
+def test_bad_batch_and_args(ccd_bert):
+    model = _model(ccd_bert, rho=1.0)
     with pytest.raises(TypeError, match="3 lists of strings"):
         model.ccd_terms(["a", "b"])
     with pytest.raises(ValueError, match="rho must be > 0"):
-        _model(tiny_bert, rho=0.0)
+        _model(ccd_bert, rho=0.0)
     with pytest.raises(ValueError, match="beta"):
-        _model(tiny_bert, beta=-1.0)
+        _model(ccd_bert, beta=-1.0)
     terms = model.ccd_terms([["He runs."], ["She runs."], ["They run."]])
     assert set(terms) == {"bias", "rep", "loss"} and torch.isfinite(terms["loss"])
 
 
 @pytest.mark.parametrize("config", sorted((REPO / "configs" / "ccd").glob("*.yaml")), ids=lambda p: p.name)
-def test_cli_config_fast_dev_run(config, tiny_bert, data_dir, in_tmp, monkeypatch):
+def test_cli_config_fast_dev_run(config, ccd_bert, data_dir, in_tmp, monkeypatch):
     monkeypatch.setenv("FAIRCL_DATA", str(data_dir))
     from faircl.cli import run_cli as main
 
     cli = main(["fit", "--config", str(config), "--trainer.fast_dev_run=true",
-                f"--model.init_args.encoder_kwargs={{\"model_dir\": \"{tiny_bert}\"}}",
+                f"--model.init_args.encoder_kwargs={{\"model_dir\": \"{ccd_bert}\"}}",
                 f"--data.init_args.data_dir={data_dir}", "--data.init_args.max_rows=64"])
     assert isinstance(cli.model, CCD) and torch.isfinite(cli.model.rho)
 

@@ -11,8 +11,11 @@ import torch
 import torch.nn.functional as F
 
 from faircl.data.synthetic import ColoredDigits
-from faircl.methods.dml import DML, MetricObjective, mined_contrastive_loss
-from faircl.methods.fair_sampling_simclr import FairSamplingSimCLR, SimCLR, kmeans, linear_probe
+from faircl.losses.mined import MetricObjective, mined_contrastive_loss
+from faircl.methods.dml import DML
+from faircl.methods.fair_sampling_simclr import FairSamplingSimCLR, SimCLR
+from faircl.metrics import linear_probe as shared_linear_probe
+from faircl.metrics.clustering import kmeans
 from faircl.methods.parade import PARADE
 from faircl.testing import quiet_trainer_kwargs
 
@@ -230,6 +233,12 @@ def test_kmeans_is_deterministic_and_matches_scikit_learn():
         kmeans(x[:3], 4)
     same, _ = kmeans(torch.ones(10, 3), 2)  # degenerate: identical points, still a valid partition
     assert same.shape == (10,) and int(same.max()) <= 1
+
+
+def linear_probe(h_train, y_train, h_test, y_test, num_classes):
+    """The test-time probe of the SimCLR methods: the one logistic probe of faircl.metrics, keys ``probe_*``."""
+    scores = shared_linear_probe(h_train, y_train, h_test, y_test, "logistic", num_classes=num_classes)
+    return {f"probe_{key}": float(scores[key]) for key in ("accuracy", "f1", "auc")}
 
 
 def test_linear_probe_scores():

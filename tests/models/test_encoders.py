@@ -5,14 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from faircl.testing import make_tiny_bert
 from faircl.models import available_encoders, build_encoder
 from faircl.models.encoders import HFTextEncoder, TokenEncoder, pool_hidden, resolve_text_model_dir
-
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory) -> str:
-    return make_tiny_bert(tmp_path_factory.mktemp("tiny_bert"))
-
 
 def test_registry_lists_text_encoders():
     assert {"mlp", "bow", "tokens", "hf", "conv", "timm"} <= set(available_encoders())

@@ -15,7 +15,7 @@ from faircl.losses.ccd import ccd_bandwidth, ccd_bias_loss, ccd_kernel
 from faircl.losses.sampled_negatives import sample_negatives, sampled_pair_loss
 from faircl.methods import DiverseAdversarial, OneStageCL, TwoStageCL
 from faircl.methods.inlp import inlp_projection
-from faircl.methods.two_stage_cl import reduce_cs_terms
+from faircl.losses.conditional import reduce_cs_terms
 from faircl.mining import fair_negative_weights
 
 

@@ -3,13 +3,11 @@ equal the single-process gradients on the concatenated batch, with and without t
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 from faircl.methods import ConFair, SimCLR, TwoStageCL
 from faircl.models.encoders import register_encoder
@@ -62,11 +60,8 @@ def step_grads(model, b: dict[str, torch.Tensor], chunk: int | None) -> tuple[fl
         loss.backward()
     else:
         def loss_fn(out, out2):
-            model._cached_view = out2
-            try:
+            with model.provide_second_view(out2):
                 return model.losses(b, out)["loss"]
-            finally:
-                model._cached_view = None
         loss = GradientCache(model, loss_fn, chunk, backward=torch.Tensor.backward)(b["x"], b["x2"])
     return float(loss), {k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None}
 
@@ -88,15 +83,10 @@ def _worker(rank: int, port: int, out_dir: str) -> None:
         dist.destroy_process_group()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.mark.ddp
-def test_gathered_method_gradients_equal_single_process_big_batch(tmp_path):
-    mp.spawn(_worker, args=(_free_port(), str(tmp_path)), nprocs=WORLD, join=True)
+def test_gathered_method_gradients_equal_single_process_big_batch(tmp_path, spawn_ddp):
+    spawn_ddp(_worker, str(tmp_path), nprocs=WORLD)
     ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in range(WORLD)]
     for name in CASES:
         exp_loss, expected = step_grads(build(name, gather=False), batch(), None)

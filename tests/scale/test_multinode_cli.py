@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -34,19 +33,13 @@ data:
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _faircl(*args: str) -> list[str]:
     script = Path(sys.executable).parent / "faircl"  # the console command, as a user runs it
     return [str(script), *args] if script.exists() else [sys.executable, "-m", "faircl.cli", *args]
 
 
-def _two_nodes(args: list[str], cwd: Path) -> list[subprocess.CompletedProcess]:
-    port = str(_free_port())
+def _two_nodes(args: list[str], cwd: Path, port: int) -> list[subprocess.CompletedProcess]:
+    port = str(port)
     procs = []
     for node in (0, 1):
         env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "WORLD_SIZE": "2",
@@ -80,12 +73,12 @@ def _single_test(tmp_path: Path, ckpt: Path, name: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def two_node_fit(tmp_path_factory) -> tuple[Path, Path, Path]:
+def two_node_fit(tmp_path_factory, free_port) -> tuple[Path, Path, Path]:
     """``faircl fit`` as two nodes of one process each; returns (folder, config, last checkpoint)."""
     tmp = tmp_path_factory.mktemp("multinode")
     cfg = tmp / "cfg.yaml"
     cfg.write_text(CONFIG.format(root=tmp / "run"))
-    for res in _two_nodes(["fit", "--config", str(cfg)], tmp):
+    for res in _two_nodes(["fit", "--config", str(cfg)], tmp, free_port()):
         assert res.returncode == 0, res.stderr[-3000:]
     ckpts = sorted((tmp / "run").rglob("last.ckpt"))
     assert ckpts, "fit wrote no checkpoint"
@@ -107,9 +100,9 @@ def test_two_node_cli_fit_crosses_stages_and_checkpoint_tests_in_one_process(two
 
 @pytest.mark.ddp
 @pytest.mark.slow
-def test_two_node_cli_test_report_equals_single_process(two_node_fit):
+def test_two_node_cli_test_report_equals_single_process(two_node_fit, free_port):
     tmp, cfg, ckpt = two_node_fit
-    for res in _two_nodes(["test", "--config", str(cfg), "--ckpt_path", str(ckpt)], tmp):
+    for res in _two_nodes(["test", "--config", str(cfg), "--ckpt_path", str(ckpt)], tmp, free_port()):
         assert res.returncode == 0, res.stderr[-3000:]
     multi = _report(tmp / "run")
     single = _single_test(tmp, ckpt, "single_ref")

@@ -68,3 +68,16 @@ def test_one_stage_cl_gradient_cache_under_plain_ddp():
     after = model.state_dict()
     for prefix in ("encoder.", "classifier.", "projection."):
         assert any(not torch.equal(after[k], init[k]) for k in init if k.startswith(prefix)), prefix
+
+
+@pytest.mark.ddp
+def test_inlp_crosses_stage_boundary_under_plain_ddp():
+    """INLP freezes its encoder for the ``project`` stage and the wrapper is rebuilt there, so plain DDP (no
+    ``find_unused_parameters``) trains both stages: no ``ddp_find_unused_parameters_true`` is needed."""
+    from faircl.methods import INLP
+
+    torch.manual_seed(0)
+    model = INLP(num_classes=2, num_groups=2, input_dim=8, encoder_kwargs={"hidden_dim": 16}, stage1_epochs=1,
+                 n_clf=2, leakage=False)
+    report = _fit_and_test(model, two_views=False)
+    assert bool(model.projection_fitted) and 0.0 <= report["test/accuracy"] <= 1.0

@@ -36,7 +36,7 @@ def _args(command: str, method: str, data: str, root) -> list[str]:
             "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
             "--trainer.accelerator", "cpu"]
     if command == "test":
-        args.append("--overwrite")  # the test run's config.yaml replaces the fit run's in the same folder
+        args.append("--overwrite")  # test keeps its own config.test.yaml beside the fit run's config.yaml
     if METHODS[method].requires_views:
         args += ["--data.init_args.two_views", "true"]
     return args
@@ -82,14 +82,20 @@ def test_views_required_without_two_views_is_not_applicable(tmp_path):
 
 
 def test_checkpoint_reload_rebuilds_resolved_encoder(tmp_path):
-    """A model resolved for tokens at set-up saves ``encoder='tokens'``; load_from_checkpoint builds the same."""
+    """A model built for tokens saves ``encoder='tokens'``; load_from_checkpoint builds the same. Built without
+    ``input_kind`` (the feature MLP), it is not rebuilt at set-up: fit stops with "not applicable" naming both."""
     import lightning as L
 
     from faircl.utils import quiet_trainer_kwargs
 
     dm = SynthBios(n_train=128, n_val=32, n_test=32)
-    model = ConFair(num_classes=dm.num_classes, num_groups=dm.num_groups, input_dim=dm.input_dim)
-    assert model.hparams.encoder == "mlp"  # the guess before a datamodule is attached
+    guessed = ConFair(num_classes=dm.num_classes, num_groups=dm.num_groups, input_dim=dm.input_dim)
+    assert guessed.hparams.encoder == "mlp"  # without input_kind: features
+    with pytest.raises(NotApplicableError, match=r"not applicable: ConFair was built for 'features' inputs .* but "
+                                                 r"SynthBios emits 'tokens' inputs; build it with input_kind='tokens'"):
+        L.Trainer(**quiet_trainer_kwargs(max_steps=1)).fit(guessed, datamodule=dm)
+    model = ConFair(num_classes=dm.num_classes, num_groups=dm.num_groups, input_dim=dm.input_dim,
+                    input_kind=dm.input_kind)
     trainer = L.Trainer(**quiet_trainer_kwargs(max_steps=1, enable_checkpointing=True,
                                                default_root_dir=str(tmp_path)))
     trainer.fit(model, datamodule=dm)

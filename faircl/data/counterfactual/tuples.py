@@ -19,6 +19,7 @@ from faircl.data.counterfactual.files import read_texts, read_tuple_file
 from faircl.data.counterfactual.lexicon import NEUTRAL, AttributeLexicon
 from faircl.data.counterfactual.llm import LLMAugmenter, OpenAIChatBackend
 from faircl.data.io import DataError
+from faircl.data.summary import say
 
 __all__ = ["TupleDataset", "CounterfactualTuples"]
 
@@ -213,7 +214,7 @@ class CounterfactualTuples(FairDataModule):
         super().setup(stage)
         if self.polarity_report is not None and not getattr(self, "_printed_polarity", False):
             self._printed_polarity = True
-            print(self.polarity_report)
+            say(self.polarity_report)
 
     @property
     def versions(self) -> tuple[str, ...]:

@@ -91,6 +91,10 @@ class _FeatureTable:
         k, i = key if isinstance(key, tuple) else (0, key)
         return torch.tensor(np.asarray(self.tables[k][int(i)]), dtype=torch.float32)
 
+    def batch(self, ids: np.ndarray) -> torch.Tensor:
+        """The original features of rows ``ids`` as one ``float32 [B, D]`` tensor (one fancy-indexing read)."""
+        return torch.tensor(np.asarray(self.tables[0][np.asarray(ids, dtype=np.int64)]), dtype=torch.float32)
+
 
 class _PickView:
     """View transform for frozen features: row ``i`` → ``(k, i)`` with ``k`` one of the cached EDA views.

@@ -11,6 +11,7 @@ import torch
 from faircl.data.base import FairDataModule, FairDataset, encode_groups
 from faircl.data.io import DataError, read_table, require_columns, require_path, stratified_split, where
 from faircl.data.locations import default_data_dir, missing_data_dir
+from faircl.data.summary import say
 from faircl.data.text.base import _LoadedNames, make_eda
 
 __all__ = ["HATE_ATTRIBUTES", "HateSpeech", "controlled_stereotype_rows"]
@@ -138,7 +139,7 @@ class HateSpeech(_LoadedNames, FairDataModule):
         if protocol == "auto":
             protocol = "standard" if files["train"].is_file() else "valid_as_train"
             if protocol == "valid_as_train":
-                print(f"HateSpeech: {files['train'].name} not found; training on {files['valid'].name} "
+                say(f"HateSpeech: {files['train'].name} not found; training on {files['valid'].name} "
                       f"(minus {self.val_fraction:.0%} held out for validation), testing on {files['test'].name}")
         self.protocol = protocol
         need = ("train", "valid", "test") if protocol == "standard" else ("valid", "test")  # controlled: pooled

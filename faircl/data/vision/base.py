@@ -27,6 +27,7 @@ import numpy as np
 from faircl.data.base import FairDataModule, FairDataset
 from faircl.data.io import DataError, stratified_split, stratified_take
 from faircl.data.locations import default_data_dir, missing_data_dir
+from faircl.data.summary import say
 from faircl.data.vision.images import (IMAGENET_MEAN, IMAGENET_STD, _Cached, _ReadImage, _ToInput,
                                        simclr_view_transform)
 from faircl.data.vision.imbalance import induce_imbalance
@@ -196,7 +197,7 @@ class ImageFairDataModule(FairDataModule):
                 out["train"], by=self.imbalance_by, n=self.induce_imbalance, values=self.imbalance_values,
                 ratio=self.imbalance_ratio, seed=self.seed, draw=self.imbalance_draw)
             names = self.class_names if self.imbalance_by == "class" else self.group_names
-            print(f"{type(self).__name__}: induced imbalance, kept {1 - self.imbalance_ratio:.0%} of the train rows "
+            say(f"{type(self).__name__}: induced imbalance, kept {1 - self.imbalance_ratio:.0%} of the train rows "
                   f"of {self.imbalance_by} {[names[i] for i in self.imbalanced_ids]} (draw {self.imbalance_draw})")
         return out
 
@@ -212,5 +213,5 @@ class ImageFairDataModule(FairDataModule):
                    f"image file (first{line}: {table.paths[first]!r}; e.g. {names})")
             if self.missing_images == "error":
                 raise DataError(msg + "; pass missing_images='drop' to skip them")
-            print(msg + "; dropped (missing_images='drop')")
+            say(msg + "; dropped (missing_images='drop')")
         return np.flatnonzero(exists)

@@ -11,6 +11,7 @@ import numpy as np
 
 from faircl.data.base import encode_groups
 from faircl.data.io import DataError
+from faircl.data.summary import say
 from faircl.data.vision.base import ImageFairDataModule, ImageTable
 
 __all__ = ["FITZPATRICK_NAMES", "CelebA", "srgb_to_lab", "individual_typology_angle", "fitzpatrick_type",
@@ -215,7 +216,7 @@ def read_celeba_attributes(path: str | os.PathLike) -> tuple[list[str], list[str
         rows.append(vals)
         lines.append(ln)
     if declared != len(files):
-        print(f"CelebA: {str(path)!r} declares {declared} images on line 1 but holds {len(files)} rows; using the rows")
+        say(f"CelebA: {str(path)!r} declares {declared} images on line 1 but holds {len(files)} rows; using the rows")
     return names, files, np.asarray(rows, dtype=np.int8).reshape(len(files), len(names)), lines
 
 

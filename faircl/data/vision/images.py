@@ -63,6 +63,10 @@ class _Cached:
     def __getitem__(self, i: int) -> torch.Tensor:
         return self.data[i]
 
+    def take(self, rows: torch.Tensor) -> torch.Tensor:
+        """The images of ``rows`` as one ``uint8 [B, 3, S, S]`` tensor (a batch in one indexing call)."""
+        return self.data[rows]
+
 
 class _ToInput:
     """``uint8 [3, S, S] → float [3, S, S]`` in ``[0, 1]``, then ``(x − mean) / std`` (torchvision v2)."""
@@ -76,6 +80,10 @@ class _ToInput:
         self.pipeline = v2.Compose(steps)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return self.pipeline(x)
+
+    def batch(self, x: torch.Tensor) -> torch.Tensor:
+        """The same transform of a whole batch ``uint8 [B, 3, S, S]`` (element-wise: equal to row by row)."""
         return self.pipeline(x)
 
 

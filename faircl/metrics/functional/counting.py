@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from faircl._checks import check_ids, check_same_length, check_tensor
+from faircl._checks import check_ids, check_positive, check_same_length, check_tensor
 
 __all__ = [
     "CHUNK_ROWS",
@@ -31,16 +31,6 @@ CHUNK_ROWS = 1 << 17
 
 def _first_bad_row(mask: Tensor) -> int:
     return int(mask.nonzero()[0, 0])
-
-
-def _check_range(x: Tensor, name: str, low: int, high: int, what: str) -> None:
-    """Raise ``ValueError`` naming ``name`` and the first offending value unless ``low <= x <= high``."""
-    if x.numel() == 0:
-        return
-    lo, hi = torch.aminmax(x)
-    if lo < low or hi > high:
-        row = _first_bad_row((x < low) | (x > high))
-        raise ValueError(f"{name} contains {int(x[row])} at row {row}; expected {what}")
 
 
 def _check_id_tensor(t: Tensor, name: str) -> None:
@@ -100,10 +90,8 @@ def _check_rows(preds: Tensor, target: Tensor, groups: Tensor) -> None:
 
 
 def _check_sizes(num_classes: int, num_groups: int) -> None:
-    if num_classes < 2:
-        raise ValueError(f"num_classes must be >= 2, got {num_classes}")
-    if num_groups < 1:
-        raise ValueError(f"num_groups must be >= 1, got {num_groups}")
+    check_positive("num_classes", num_classes, minimum=2)
+    check_positive("num_groups", num_groups, minimum=1)
 
 
 def check_inputs(preds: Tensor, target: Tensor, groups: Tensor, num_classes: int,
@@ -147,8 +135,7 @@ def confusion_counts(preds: Tensor, target: Tensor, groups: Tensor, num_classes:
     _check_id_tensor(target, "target")
     _check_id_tensor(groups, "groups")
     _check_rows(preds, target, groups)
-    if chunk_rows < 1:
-        raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
+    check_positive("chunk_rows", chunk_rows, minimum=1)
     shape = (num_groups + 1, num_classes, num_classes)
     if out is not None and (out.shape != shape or out.dtype != torch.long):
         raise ValueError(f"out must be an int64 tensor of shape {list(shape)}, got {out.dtype} {list(out.shape)}")
