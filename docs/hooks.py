@@ -4,7 +4,8 @@ For every method in :data:`METHOD_ROWS` the hook writes ``generated/results/<Met
 added to the ``pymdownx.snippets`` base paths), which a method page includes with
 ``--8<-- "generated/results/<Method>.md"``. The snippet holds, straight from ``benchmarks/results/``:
 
-- the rows of the overhead tables (``overhead*.md``) for CE and the method, under the table's own header;
+- the rows of the overhead tables (``overhead*.md``, archived ``*_before.md`` files left out) for CE and the method,
+  under the table's own header;
 - the rows of the reproduction summary tables (``*_fairness.md``, the table whose header starts with ``| claim |``)
   whose claim names the method;
 - the rows of the per-protocol tables of ``text_fairness.md`` (``| method |`` tables) for CE and the method.
@@ -27,7 +28,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
-OVERHEAD_FILES = ("overhead.md", "overhead_vision.md")
+OVERHEAD_GLOB = "overhead*.md"  # every overhead table but the archived ones (*_before.md)
 FAIRNESS_FILES = ("text_fairness.md", "vision_fairness.md", "embedding_fairness.md")
 #: Method → (regex for the first cell of an overhead / per-protocol row, regex for a summary claim, note).
 METHOD_ROWS: dict[str, tuple[str, str, str]] = {
@@ -77,6 +78,11 @@ def tables(md: str) -> list[tuple[str, list[str]]]:
     return out
 
 
+def overhead_files(results: Path = RESULTS) -> list[str]:
+    """The overhead results files present, by name."""
+    return sorted(p.name for p in results.glob(OVERHEAD_GLOB) if not p.stem.endswith("_before"))
+
+
 def _link(name: str) -> str:
     return f"[`{name}`](../benchmarks/results/{name})"
 
@@ -90,10 +96,8 @@ def cost_rows(method: str, results: Path = RESULTS) -> list[str]:
     """The overhead-table rows of CE and ``method`` (with each table's header), from ``overhead*.md``."""
     row_re = re.compile(METHOD_ROWS[method][0])
     out: list[str] = []
-    for name in OVERHEAD_FILES:
+    for name in overhead_files(results):
         path = results / name
-        if not path.is_file():
-            continue
         for context, table in tables(path.read_text()):
             mine = [ln for ln in table[2:] if row_re.search(_first_cell(ln))]
             if not mine:
@@ -130,7 +134,8 @@ def finding_rows(method: str, results: Path = RESULTS) -> list[str]:
 def snippet(method: str, results: Path = RESULTS) -> str:
     """The Markdown included by the method's page (cost, then findings)."""
     cost = cost_rows(method, results) or [
-        f"Not measured yet: no row for {method} in {', '.join(_link(n) for n in OVERHEAD_FILES)}.", ""]
+        f"Not measured yet: no row for {method} in {', '.join(_link(n) for n in overhead_files(results)) or 'the overhead results'}.",
+        ""]
     found = finding_rows(method, results) or [
         f"The reproduction benchmarks ({', '.join(_link(n) for n in FAIRNESS_FILES)}) test no claim about "
         f"{method}.", ""]
@@ -151,10 +156,8 @@ def overview(results: Path = RESULTS) -> str:
     for method in METHOD_ROWS:
         costs = []
         row_re = re.compile(METHOD_ROWS[method][0])
-        for name in OVERHEAD_FILES:
+        for name in overhead_files(results):
             path = results / name
-            if not path.is_file():
-                continue
             for context, table in tables(path.read_text()):
                 col = _column(table[0], "× CE")
                 for ln in table[2:]:

@@ -50,7 +50,7 @@ def main(**trainer_options) -> dict[str, float]:
 
     dm = MyTable(two_views=True)
     model = TwoStageCL(num_classes=dm.num_classes, num_groups=dm.num_groups, input_dim=dm.input_dim,
-                       stage1_epochs=2)
+                       input_kind=dm.input_kind, stage1_epochs=2)
     trainer = L.Trainer(**{"max_epochs": 4, **trainer_options})
     trainer.fit(model, datamodule=dm)
     trainer.test(model, datamodule=dm)

@@ -18,7 +18,7 @@ class GroupLossGap(FairModule):
 
     def __init__(self, lambda_gap: float = 1.0, **kwargs) -> None:
         super().__init__(**kwargs)              # saves the hyper-parameters of this class (lambda_gap included)
-        self.lambda_gap = lambda_gap
+        self.lambda_gap = lambda_gap            # then its own arguments (and heads, if it had any)
 
     def losses(self, batch, out):
         terms = super().losses(batch, out)      # {"ce": ..., "loss": ...}; every term is logged as train/<name>
@@ -33,7 +33,7 @@ class GroupLossGap(FairModule):
 def main(**trainer_options) -> dict[str, float]:
     dm = BiasedFeatures()
     model = GroupLossGap(lambda_gap=1.0, num_classes=dm.num_classes, num_groups=dm.num_groups,
-                         input_dim=dm.input_dim)
+                         input_dim=dm.input_dim, input_kind=dm.input_kind)
     trainer = L.Trainer(**{"max_epochs": 5, **trainer_options})
     trainer.fit(model, datamodule=dm)
     trainer.test(model, datamodule=dm)

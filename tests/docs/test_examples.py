@@ -27,7 +27,7 @@ def test_custom_method_trains_and_logs_its_term(tmp_path):
 
     dm = BiasedFeatures()
     model = ex.GroupLossGap(lambda_gap=2.0, num_classes=dm.num_classes, num_groups=dm.num_groups,
-                            input_dim=dm.input_dim)
+                            input_dim=dm.input_dim, input_kind=dm.input_kind)
     assert model.hparams.lambda_gap == 2.0
     dm.setup("fit")
     batch = next(iter(dm.train_dataloader()))
