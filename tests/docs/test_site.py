@@ -247,6 +247,11 @@ README_HOMES = {
     "Security and reliability": ("guides/security.md", "redirects are never followed"),
     "Environment variables": ("guides/data.md", "FAIRCL_LLM_BASE_URL"),
     "Evaluation commands": ("guides/cli.md", "python -m faircl.eval.embedding_bias"),
+    "Use: faircl findml": ("guides/cli.md", "faircl findml"),
+    "Scaling out: closing the process group": ("guides/scaling.md", "end_distributed()"),
+    "Security: same seed, same weights": ("guides/security.md", "Same seed, same weights"),
+    "Security: configs": ("guides/security.md", "yaml.safe_load"),
+    "Results: timing harness": ("benchmarks/index.md", "benchmarks/_timing.py"),
 }
 
 
