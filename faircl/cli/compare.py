@@ -16,7 +16,7 @@ checkpoint, and the validation metrics of that checkpoint come from the sweep's 
 - ``front.png``: test accuracy against ``--gap`` (default ``tpr_gap_rms``), seed spread as error bars, the front
   joined and the selected settings marked;
 - ``baseline.md`` (``--baseline DIR`` or ``--baseline KEY=VALUE[,KEY=VALUE]``): each setting's paired-seed
-  differences with 95% intervals and the verdicts of :mod:`faircl.eval.compare`;
+  differences with 95% intervals and the verdicts of ``faircl.eval.compare``;
 - ``compare.json``: all of it, machine-readable.
 """
 
@@ -91,7 +91,7 @@ def _resolve_ckpt(text: str, run_dir: Path) -> Path | None:
 
 
 def read_run(report: Path) -> Run | None:
-    """A :class:`Run` from a ``report.json`` (``None`` for a trial that did not finish)."""
+    """A ``Run`` from a ``report.json`` (``None`` for a trial that did not finish)."""
     run_dir = report.parent
     trial = None
     for parent in run_dir.parents:

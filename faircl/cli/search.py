@@ -75,7 +75,7 @@ def _number(text: str, spec: str, what: str) -> float:
 
 
 def parse_search(spec: str) -> Param:
-    """``PATH=RANGE`` → :class:`Param`; a malformed range is a one-line :class:`CLIError`."""
+    """``PATH=RANGE`` → ``Param``; a malformed range is a one-line ``CLIError``."""
     usage = ("expected PATH=LOW:HIGH, PATH=LOW:HIGH:STEP, PATH=log:LOW:HIGH, PATH=int:LOW:HIGH, PATH=int:log:LOW:HIGH "
              "or PATH=choice:A,B,...")
     path, eq, rng = spec.partition("=")

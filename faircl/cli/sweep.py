@@ -5,7 +5,7 @@
 
 Each trial samples the searched arguments with Optuna's sampler (``--sampler``, default Optuna's: TPE for one
 objective, NSGA-II for several) and runs, for every seed, ``faircl fit`` then ``faircl test --ckpt_path best`` in a
-child process (:mod:`faircl.cli.trial`) whose run folder ``<out>/trials/trial_<n>/seed_<s>/lightning_logs/...`` holds
+child process (``faircl.cli.trial``) whose run folder ``<out>/trials/trial_<n>/seed_<s>/lightning_logs/...`` holds
 exactly what those commands write (config, checkpoints, metrics, report). The objective values are the validation
 metrics of the selected (best) checkpoint, averaged over the seeds; their per-seed values and standard deviation are
 kept as trial attributes and in ``trial.json``. One objective: a single-objective study, pruned by Optuna's Lightning
@@ -191,7 +191,7 @@ def preflight(definition: dict[str, Any], out: Path) -> None:
 
 # ---------------------------------------------------------------------------------------------------- trials
 class Worker:
-    """One worker process of a sweep: Optuna's ``study.optimize`` over :meth:`objective`."""
+    """One worker process of a sweep: Optuna's ``study.optimize`` over ``objective``."""
 
     def __init__(self, study: optuna.Study, definition: dict[str, Any], out: Path, storage_url: str,
                  trials: int) -> None:

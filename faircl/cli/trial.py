@@ -1,6 +1,6 @@
 """One seed of one ``faircl sweep`` trial, in its own process: ``python -m faircl.cli.trial TRIAL_DIR SEED_INDEX``.
 
-Runs ``faircl fit`` and then ``faircl test --ckpt_path <best>`` (the same :func:`~faircl.cli.app.run_cli` as the
+Runs ``faircl fit`` and then ``faircl test --ckpt_path <best>`` (the same ``faircl.cli.app.run_cli`` as the
 ``faircl`` command, so the run folder under ``TRIAL_DIR/seed_<s>/`` holds exactly what those commands write) with two
 callbacks that do not enter the run's ``config.yaml``: one records the validation metrics at every validation, and,
 for the first seed of a single-objective study, Optuna's Lightning pruning callback reports the objective metric to

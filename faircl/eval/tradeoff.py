@@ -1,5 +1,5 @@
 """Comparing many runs of the accuracy–fairness trade-off: settings over seeds, model selection, the Pareto front
-and seed-paired differences against a baseline (with the verdicts of :mod:`faircl.eval.compare`).
+and seed-paired differences against a baseline (with the verdicts of ``faircl.eval.compare``).
 
 A *run* is one test report (a dict of metrics) with its setting (the configuration values that differ between the
 compared runs), its seed, the checkpoint it was computed from and, where known, the validation metrics of that
@@ -38,7 +38,7 @@ class Run:
     val: dict[str, float] = field(default_factory=dict)
     checkpoint: str = ""
     trial: int | None = None
-    setting: str = ""  # filled by :func:`group_runs`
+    setting: str = ""  # filled by ``group_runs``
 
     def __post_init__(self) -> None:
         self.test = {**self.test, **selection_scores(self.test)}  # DTO and balanced DTO of the test numbers
@@ -147,8 +147,8 @@ class BaselineResult:
 
 def compare_to_baseline(baseline: Setting, settings: Sequence[Setting], metrics: Sequence[str], gap: str,
                         utility: str = "accuracy", margin: float = 0.02, alpha: float = 0.05) -> BaselineResult:
-    """Paired-seed comparison (:func:`faircl.eval.compare.paired_seed_comparison`) of each setting's test numbers
-    with the baseline's on the seeds they share, and the family's verdicts (:func:`faircl.eval.compare.decide`,
+    """Paired-seed comparison (``faircl.eval.compare.paired_seed_comparison``) of each setting's test numbers
+    with the baseline's on the seeds they share, and the family's verdicts (``faircl.eval.compare.decide``,
     Holm over the settings; the baseline's bias is not re-tested here: that needs per-row predictions)."""
     diffs: dict[str, dict[str, Any]] = {}
     claims, seeds = [], {}
