@@ -20,6 +20,7 @@ from torch import Tensor
 __all__ = [
     "check_choice",
     "check_embeddings",
+    "check_in_range",
     "check_finite",
     "check_ids",
     "check_positive",
@@ -153,6 +154,12 @@ def check_positive(name: str, value: float, *, strict: bool = True, minimum: flo
         raise ValueError(f"{name} must be > 0, got {value}")
     elif not strict and not value >= 0:
         raise ValueError(f"{name} must be >= 0, got {value}")
+
+
+def check_in_range(name: str, value: float, low: float, high: float) -> None:
+    """``ValueError`` unless ``low <= value <= high``."""
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
 
 
 def check_choice(name: str, value: Any, choices: Sequence[Any]) -> None:

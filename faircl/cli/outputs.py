@@ -14,6 +14,7 @@ from lightning.pytorch.callbacks import BasePredictionWriter
 from faircl.checkpoints import CheckpointError, check_checkpoint
 from faircl.cli.runs import CLIError
 from faircl.methods.base import FairModule
+from faircl.models.encoders import HFTextEncoder
 
 KEEP = ("logits", "h", "z", "y", "a", "idx")
 
@@ -104,13 +105,10 @@ def export_encoder(ckpt_path: str | Path, out: str | Path, overwrite: bool = Fal
         model = FairModule.load_from_checkpoint(ckpt_path, map_location="cpu", weights_only=True)
     except Exception as err:
         raise CLIError(f"export: cannot load {str(ckpt_path)!r}: {type(err).__name__}: {err}") from err
-    if hasattr(model, "save_pretrained"):
+    if hasattr(model, "save_pretrained"):  # CCD: the encoder's folder plus its own record
         return Path(model.save_pretrained(out))
     enc = model.encoder
-    if not (hasattr(enc, "model") and hasattr(enc.model, "save_pretrained") and hasattr(enc, "tokenizer")):
+    if not isinstance(enc, HFTextEncoder):
         raise CLIError(f"export: {type(model).__name__} has a {type(enc).__name__} encoder; only Hugging Face text "
                        "encoders (encoder: hf) are exported")
-    out.mkdir(parents=True, exist_ok=True)
-    enc.model.save_pretrained(str(out))
-    enc.tokenizer.save_pretrained(str(out))
-    return out
+    return enc.save_pretrained(out)

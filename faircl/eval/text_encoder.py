@@ -6,7 +6,6 @@ sentence-transformers layout); ``transformers`` is imported only when a model is
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 import torch
 from torch.nn import functional as F
 
-from faircl.models.encoders import resolve_text_model_dir
+from faircl.models.encoders import pool_hidden, resolve_text_model_dir, sentence_layout
 
 __all__ = ["SPECIAL_TOKENS", "TextEmbedder", "save_random_bert"]
 
@@ -45,12 +44,7 @@ class TextEmbedder:
         self.config = AutoConfig.from_pretrained(str(self.model_dir), local_files_only=True)
         self.model = AutoModel.from_pretrained(str(self.model_dir), local_files_only=True).eval()
         self.batch_size, self.max_length, self.dtype = batch_size, max_length, dtype
-        self.pooling = "mean"
-        pool_cfg = self.model_dir / "1_Pooling" / "config.json"
-        if pool_cfg.is_file() and json.loads(pool_cfg.read_text()).get("pooling_mode_cls_token"):
-            self.pooling = "cls"
-        modules = self.model_dir / "modules.json"
-        in_dir = modules.is_file() and any("Normalize" in m.get("type", "") for m in json.loads(modules.read_text()))
+        self.pooling, in_dir = sentence_layout(self.model_dir)
         self.normalize = in_dir if normalize is None else normalize
         self._mlm = None
 
@@ -79,11 +73,7 @@ class TextEmbedder:
                                  max_length=self.max_length, return_tensors="pt")
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.dtype == torch.bfloat16):
                 hidden = self.model(**enc).last_hidden_state.float()
-            if self.pooling == "cls":
-                h = hidden[:, 0]
-            else:
-                m = enc["attention_mask"].unsqueeze(-1).float()
-                h = (hidden * m).sum(1) / m.sum(1).clamp_min(1.0)
+            h = pool_hidden(hidden, enc["attention_mask"], self.pooling)
             out.append(F.normalize(h, dim=-1) if self.normalize else h)
         return torch.cat(out) if out else torch.zeros(0, int(self.config.hidden_size))
 

@@ -25,8 +25,7 @@ class Discriminator(nn.Module):
 
     def __init__(self, in_dim: int, hidden_dim: int, num_groups: int, num_layers: int = 2) -> None:
         super().__init__()
-        if num_layers < 1:
-            raise ValueError(f"adv_layers must be >= 1, got {num_layers}")
+        check_positive("adv_layers", num_layers, minimum=1)
         layers: list[nn.Module] = []
         d = in_dim
         for _ in range(num_layers):
@@ -68,6 +67,8 @@ class Adversarial(FairModule):
         adv_lr: learning rate of the discriminators (default: ``lr``).
         **kwargs: :class:`~faircl.methods.base.FairModule` arguments.
     """
+
+    supports_grad_cache = False  # the discriminators train inside the loss, which the gradient cache does not reach
 
     def __init__(
         self,

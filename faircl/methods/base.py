@@ -79,7 +79,8 @@ class FairModule(L.LightningModule):
     input_kinds: tuple[str, ...] = TRAINABLE_KINDS
     #: the method trains on two augmented views (``x2``; the datamodule's ``two_views=True``)
     requires_views: bool = False
-    #: the method's steps can run through the gradient cache (its outputs are ``self(x)`` of the batch's views)
+    #: the method can train through the gradient cache: its outputs are ``self(x)`` of the batch's views and every
+    #: trained parameter is reached through them (no parameters used only inside :meth:`losses`)
     supports_grad_cache: bool = True
 
     def __init__(

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,6 +39,7 @@ from faircl._checks import check_choice, check_positive
 from faircl.losses.ccd import ccd_bias_loss, ccd_rep_loss
 from faircl.methods.base import FairModule
 from faircl.metrics import CCEDGap
+from faircl.models.encoders import HFTextEncoder
 
 RHO_ESTIMATES = ("median", "std", "mean", "variance")
 
@@ -262,37 +262,15 @@ class CCD(FairModule):
 
     # ------------------------------------------------------------------ export
     def save_pretrained(self, path: str | Path) -> Path:
-        """Write the (debiased) encoder as a Hugging Face model directory.
-
-        The directory loads with ``transformers.AutoModel.from_pretrained(path)`` (+ ``AutoTokenizer``) and, through
-        the ``modules.json`` / ``1_Pooling`` files written here, with
-        ``sentence_transformers.SentenceTransformer(path)`` (same pooling, plus a Normalize module when
-        ``normalize=True``).
-        """
-        enc = self.encoder
-        if not (hasattr(enc, "model") and hasattr(enc.model, "save_pretrained") and hasattr(enc, "tokenizer")):
-            raise TypeError(f"save_pretrained needs a Hugging Face encoder (encoder='hf'), got {type(enc).__name__}")
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        enc.model.save_pretrained(str(path))
-        enc.tokenizer.save_pretrained(str(path))
-        dim = int(enc.out_dim)
-        pooling = getattr(enc, "pooling", "mean")
-        modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-                   {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
-        if self.normalize:
-            modules.append({"idx": 2, "name": "2", "path": "2_Normalize",
-                            "type": "sentence_transformers.models.Normalize"})
-            (path / "2_Normalize").mkdir(exist_ok=True)
-        (path / "1_Pooling").mkdir(exist_ok=True)
-        (path / "1_Pooling" / "config.json").write_text(json.dumps({
-            "word_embedding_dimension": dim, "pooling_mode_cls_token": pooling == "cls",
-            "pooling_mode_mean_tokens": pooling == "mean", "pooling_mode_max_tokens": False,
-            "pooling_mode_mean_sqrt_len_tokens": False}, indent=2))
-        (path / "modules.json").write_text(json.dumps(modules, indent=2))
-        (path / "sentence_bert_config.json").write_text(json.dumps(
-            {"max_seq_length": int(getattr(enc, "max_length", 128)), "do_lower_case": False}, indent=2))
+        """Write the (debiased) encoder with :meth:`faircl.models.encoders.HFTextEncoder.save_pretrained` (a Hugging
+        Face and sentence-transformers directory; a Normalize module when ``normalize=True``) plus
+        ``faircl_ccd.json`` (β, ρ, the best validation loss)."""
+        if not isinstance(self.encoder, HFTextEncoder):
+            raise TypeError(f"save_pretrained needs a Hugging Face encoder (encoder='hf'), got "
+                            f"{type(self.encoder).__name__}")
+        path = self.encoder.save_pretrained(path, normalize=self.normalize)
         (path / "faircl_ccd.json").write_text(json.dumps(
             {"method": "CCD", "beta": self.beta, "rho": float(self.rho), "rho_estimate": self.rho_estimate,
-             "normalize": self.normalize, "pooling": pooling, "best_val_loss": float(self.best_val_loss)}, indent=2))
+             "normalize": self.normalize, "pooling": self.encoder.pooling, "best_val_loss": float(self.best_val_loss)},
+            indent=2))
         return path

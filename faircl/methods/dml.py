@@ -61,6 +61,8 @@ class DML(FairModule):
         **kwargs: :class:`~faircl.methods.base.FairModule` arguments (encoder, lr, ...).
     """
 
+    supports_grad_cache = False  # β, the proxies (and PARADE's ξ) train inside the loss, out of the cache's reach
+
     def __init__(
         self,
         loss: Literal["margin", "triplet", "contrastive", "multisimilarity", "proxynca", "arcface"] = "margin",

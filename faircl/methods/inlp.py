@@ -63,8 +63,7 @@ def inlp_projection(
     Returns:
         ``(P [d, d], accuracies)`` — the symmetric projection and each round's mean probe accuracy (before removal).
     """
-    if probe not in PROBES:
-        raise ValueError(f"probe={probe!r} is not one of {PROBES}")
+    check_choice("probe", probe, PROBES)
     h = np.asarray(h, dtype=np.float64)
     a = np.asarray(a)
     keep = a >= 0

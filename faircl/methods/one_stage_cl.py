@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 import torch
 
-from faircl._checks import check_choice, check_positive
+from faircl._checks import check_choice, check_in_range, check_positive
 from faircl.losses.conditional import CS_REDUCTIONS, chi_contrastive_terms
 from faircl.methods.base import FairModule
 from faircl.models.heads import ProjectionHead
@@ -45,8 +45,7 @@ class OneStageCL(FairModule):
         **kwargs: Any,
     ) -> None:
         check_positive("lambda_cs", lambda_cs, strict=False)
-        if not 0.0 <= gamma <= 1.0:
-            raise ValueError(f"gamma must be in [0, 1], got {gamma}")
+        check_in_range("gamma", gamma, 0.0, 1.0)
         check_positive("temperature", temperature)
         check_choice("cs_reduction", cs_reduction, CS_REDUCTIONS)
         super().__init__(**kwargs)

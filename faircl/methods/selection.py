@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from faircl._checks import check_choice
 from faircl.metrics.tradeoff import dto
 
 #: name parts of validation metrics where lower is better
@@ -15,8 +16,7 @@ def monitor_mode(name: str, mode: str | None = None, default: tuple[str, str] | 
     """``min`` | ``max`` for the monitored metric ``name``: ``mode`` when given, the mode of ``default`` when ``name``
     is its metric, else ``min`` for losses, gaps, leakage and DTO and ``max`` otherwise."""
     if mode is not None:
-        if mode not in ("min", "max"):
-            raise ValueError(f"monitor_mode={mode!r} must be 'min' or 'max'")
+        check_choice("monitor_mode", mode, ("min", "max"))
         return mode
     if default is not None and name == default[0]:
         return default[1]

@@ -6,11 +6,14 @@ it) as its first argument and exposes ``out_dim``. Register a new one with :func
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 from torch import nn
+
+from faircl._checks import check_choice, check_positive
 
 _ENCODERS: dict[str, Callable[..., nn.Module]] = {}
 _INPUT_KINDS: dict[str, tuple[str, ...]] = {}
@@ -214,8 +217,7 @@ class TokenEncoder(nn.Module):
         super().__init__()
         if input_dim < 2:
             raise ValueError(f"TokenEncoder needs input_dim = vocabulary size (>= 2), got {input_dim}")
-        if pooling not in ("last", "mean"):
-            raise ValueError(f"pooling={pooling!r} must be 'last' or 'mean'")
+        check_choice("pooling", pooling, ("last", "mean"))
         self.embed = nn.Embedding(input_dim, embed_dim, padding_idx=0)
         self.drop = nn.Dropout(dropout)
         self.gru = nn.GRU(embed_dim, hidden_dim, num_layers=num_layers, batch_first=True,
@@ -287,6 +289,18 @@ def pool_hidden(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str
     return (hidden * mask).sum(1) / mask.sum(1).clamp_min(1.0)
 
 
+def sentence_layout(model_dir: str | Path) -> tuple[str, bool]:
+    """``(pooling, normalize)`` of a local text-model directory: ``cls`` when its ``1_Pooling/config.json`` says
+    ``pooling_mode_cls_token`` (else ``mean``), and whether its ``modules.json`` holds a ``Normalize`` module (the
+    sentence-transformers layout that :meth:`HFTextEncoder.save_pretrained` writes)."""
+    path = Path(model_dir)
+    pool_cfg = path / "1_Pooling" / "config.json"
+    pooling = "cls" if pool_cfg.is_file() and json.loads(pool_cfg.read_text()).get("pooling_mode_cls_token") else "mean"
+    modules = path / "modules.json"
+    normalize = modules.is_file() and any("Normalize" in m.get("type", "") for m in json.loads(modules.read_text()))
+    return pooling, bool(normalize)
+
+
 @register_encoder("hf", input_kinds=("text",))
 class HFTextEncoder(nn.Module):
     """A Hugging Face transformer (``AutoModel`` + ``AutoTokenizer``) loaded from a local directory, pooled to one
@@ -309,10 +323,8 @@ class HFTextEncoder(nn.Module):
     def __init__(self, input_dim: int = 0, model_dir: str | None = None, pooling: str = "mean", freeze: bool = False,
                  max_length: int = 128) -> None:
         super().__init__()
-        if pooling not in ("mean", "cls"):
-            raise ValueError(f"pooling={pooling!r} must be 'mean' or 'cls'")
-        if max_length < 1:
-            raise ValueError(f"max_length must be >= 1, got {max_length}")
+        check_choice("pooling", pooling, ("mean", "cls"))
+        check_positive("max_length", max_length, minimum=1)
         from transformers import AutoModel, AutoTokenizer
 
         path = resolve_text_model_dir(model_dir)
@@ -365,3 +377,31 @@ class HFTextEncoder(nn.Module):
         with torch.set_grad_enabled(torch.is_grad_enabled() and not self.freeze):
             hidden = self.model(**tokens).last_hidden_state
         return pool_hidden(hidden, mask, self.pooling)
+
+    def save_pretrained(self, path: str | Path, normalize: bool = False) -> Path:
+        """Write the encoder as a Hugging Face model directory that is also a sentence-transformers one.
+
+        The directory loads with ``transformers.AutoModel.from_pretrained(path)`` (+ ``AutoTokenizer``), with
+        ``sentence_transformers.SentenceTransformer(path)`` through the ``modules.json`` / ``1_Pooling`` files written
+        here (same pooling, plus a Normalize module when ``normalize``), and with
+        :class:`faircl.eval.text_encoder.TextEmbedder` (:func:`sentence_layout` reads them back).
+        """
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(str(path))
+        self.tokenizer.save_pretrained(str(path))
+        modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                   {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
+        if normalize:
+            modules.append({"idx": 2, "name": "2", "path": "2_Normalize",
+                            "type": "sentence_transformers.models.Normalize"})
+            (path / "2_Normalize").mkdir(exist_ok=True)
+        (path / "1_Pooling").mkdir(exist_ok=True)
+        (path / "1_Pooling" / "config.json").write_text(json.dumps({
+            "word_embedding_dimension": int(self.out_dim), "pooling_mode_cls_token": self.pooling == "cls",
+            "pooling_mode_mean_tokens": self.pooling == "mean", "pooling_mode_max_tokens": False,
+            "pooling_mode_mean_sqrt_len_tokens": False}, indent=2))
+        (path / "modules.json").write_text(json.dumps(modules, indent=2))
+        (path / "sentence_bert_config.json").write_text(json.dumps(
+            {"max_seq_length": int(self.max_length), "do_lower_case": False}, indent=2))
+        return path

@@ -6,12 +6,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from faircl._checks import check_positive
+
 
 def mlp(in_dim: int, hidden_dim: int, out_dim: int, num_layers: int = 2, activation: type[nn.Module] = nn.ReLU,
         dropout: float = 0.0) -> nn.Sequential:
     """``num_layers`` linear layers (``num_layers=1`` is a linear map) with ``activation`` between them."""
-    if num_layers < 1:
-        raise ValueError(f"num_layers must be >= 1, got {num_layers}")
+    check_positive("num_layers", num_layers, minimum=1)
     layers: list[nn.Module] = []
     d = in_dim
     for _ in range(num_layers - 1):

@@ -189,3 +189,18 @@ def test_load_from_checkpoint_rebuilds_every_method(name, tiny_bert, tmp_path):
     with torch.no_grad():
         a, b = model.step_outputs(batch), again.step_outputs(batch)
     assert sorted(a) == sorted(b) and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_arguments_are_validated_by_the_checks_family():
+    from faircl._checks import check_in_range
+    from faircl.methods import OneStageCL
+
+    check_in_range("gamma", 0.0, 0.0, 1.0)
+    with pytest.raises(ValueError, match=r"^gamma must be in \[0.0, 1.0\], got 1.5$"):
+        OneStageCL(gamma=1.5, input_dim=4)
+    with pytest.raises(ValueError, match=r"^optimizer must be one of \('adam', 'adamw', 'sgd'\), got 'lbfgs'$"):
+        ConFair(optimizer="lbfgs", input_dim=4)
+    with pytest.raises(ValueError, match=r"^cs_reduction must be one of \('code', 'paper'\), got 'sum'$"):
+        TwoStageCL(cs_reduction="sum", input_dim=4)
+    with pytest.raises(ValueError, match=r"^grad_cache_chunk: CCD does not train through the gradient cache"):
+        CCD(grad_cache_chunk=4, encoder="mlp", input_dim=4)

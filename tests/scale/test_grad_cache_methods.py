@@ -10,7 +10,7 @@ from typing import Any
 import lightning as L
 from torch.utils.data import DataLoader
 
-from faircl.methods import ConFair, OneStageCL, SimCLR, TwoStageCL
+from faircl.methods import CE, DML, INLP, Adversarial, ConFair, OneStageCL, PARADE, SimCLR, TwoStageCL
 from faircl.models.encoders import register_encoder
 from faircl.testing import quiet_trainer_kwargs
 
@@ -64,6 +64,9 @@ CASES = [
     (TwoStageCL, {"stage1_epochs": 1, "proj_dim": 4, "temperature": 0.5}),
     (OneStageCL, {"proj_dim": 4, "temperature": 0.5}),
     (SimCLR, {"proj_dim": 4}),
+    # the gradient cache is FairModule's, so methods without a contrastive loss train through it too
+    (CE, {}),
+    (INLP, {"stage1_epochs": 1}),
 ]
 
 
@@ -97,3 +100,11 @@ def test_two_stage_stage1_freezes_classifier_and_trains_encoder_with_cache():
 def test_grad_cache_chunk_must_be_positive():
     with pytest.raises(ValueError, match="grad_cache_chunk"):
         ConFair(**method_kwargs(grad_cache_chunk=0))
+
+
+@pytest.mark.parametrize("cls", [Adversarial, DML, PARADE])
+def test_methods_with_parameters_inside_the_loss_refuse_the_gradient_cache(cls):
+    """Their discriminators / margins / proxies train inside ``losses``, which the cached backward does not reach."""
+    assert not cls.supports_grad_cache
+    with pytest.raises(ValueError, match=rf"grad_cache_chunk: {cls.__name__} does not train through the gradient"):
+        cls(**method_kwargs(grad_cache_chunk=4))
