@@ -18,12 +18,13 @@ from faircl.utils import end_distributed
 
 
 def build(sampler: str):
-    """The datamodule and the model (seeded; ``lr=0`` keeps the initial weights, so the test report of a run on
-    any number of processes must equal the single-process report of the same weights)."""
+    """The datamodule and the model (seeded; ``lr=1e-12`` (``lr`` must be > 0) keeps the initial weights to about
+    1e-11, so the test report of a run on any number of processes must equal the single-process report of the same
+    weights)."""
     L.seed_everything(0, verbose=False)
     dm = BiasedFeatures(n_train=256, n_val=64, n_test=203, batch_size=32, sampler=sampler, seed=0,
                         samples_per_class=16)  # SPC-16: 2 classes x 16 rows per batch
-    model = CE(num_classes=2, num_groups=2, input_dim=dm.input_dim, encoder_kwargs={"hidden_dim": 16}, lr=0.0)
+    model = CE(num_classes=2, num_groups=2, input_dim=dm.input_dim, encoder_kwargs={"hidden_dim": 16}, lr=1e-12)
     return dm, model
 
 
