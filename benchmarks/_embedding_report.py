@@ -7,7 +7,8 @@ import math
 from pathlib import Path
 
 import numpy as np
-from _stats import Verdict, judge, paired_difference, summary_table, t_interval
+from _stats import RULE as SHARED_RULE
+from _stats import SUMMARY_HEADER, paired_difference, summary_claim, summary_table, t_interval
 
 # (claim, metric key, ideal value or None (lower is better), protocol)
 CLAIMS = (
@@ -30,16 +31,23 @@ METRICS = (("cced_heldout", "↓"), ("cced_in", "↓"), ("seat_mean_abs_effect_s
            ("utility_accuracy", "↑ (kept)"), ("rep_distance", "neutral drift"))
 MAX_DROP = 0.02
 
+# the paper's change for CCD-CDA on RoBERTa (Tables 3, 5, 6; ×100 in the table): SEAT avg |d| 0.94 → 0.60, StereoSet
+# gender |ss − 50| 16.17 → 10.29, CrowS-Pairs |ss − 50| 10.15 → 0.57, Bias-IR AVG-DEV 0.16 → 0.16, CCED 0.438 → 0.166
+# (GLUE average 76.9 → 76.7); fractions here
+PAPER = {"cced_heldout": -0.272, "cced_in": -0.272, "seat_mean_abs_effect_size": -0.34, "bias_ir_deviation": 0.0,
+         "crows_pairs_embedding_stereo_score": -0.0958, "stereoset_embedding_ss": -0.0588}
+
 RULE = [
-    "**Verdict rule** (`benchmarks/_stats.py`, paired by seed; 95% Student-t intervals over the seeds):",
-    "*untestable* when the original encoder shows no bias to remove (its interval includes 0) or its utility probe is "
-    "no better than a constant predictor; *holds* when the paired change (CCD − original) has an interval entirely "
-    "below 0 and the mean utility change is ≥ −2 points; *does not hold* otherwise. For the scores whose ideal is 50 "
-    "(CrowS-Pairs, StereoSet ss) the judged quantity is the distance |x − 50|, so a move past 50 is not counted as a "
-    "gain; Bias-IR is judged by its deviation |male share − 0.5| (per category, then averaged). The utility row is a "
-    "non-inferiority test: *holds* when the lower end of the interval of the accuracy change is ≥ −2 points. Every "
-    "value in the table is ×100 (CCED and SEAT |d| are not percentages: ×100 only for legibility). The utility column "
-    "is the change of the Bias-in-Bios profession probe's accuracy (points).",
+    SHARED_RULE,
+    "Here the baseline is the original encoder and the method CCD, paired by seed; the runs saved per-seed summary "
+    "numbers only, so the original's bias is **not checked against a null** and the changes are paired t-tests over "
+    "the seeds. Paper effects: CCD-CDA on RoBERTa (the paper's Tables 3, 5, 6), the variant closest to the offline "
+    "CDA tuples used here. For the scores whose ideal is 50 (CrowS-Pairs, StereoSet ss) the judged quantity is the "
+    "distance |x − 50|, so a move past 50 is not counted as a gain; Bias-IR is judged by its deviation |male share "
+    "− 0.5| (per category, then averaged). The utility row is a non-inferiority test outside the Holm family: "
+    "*holds* when the lower end of the interval of the accuracy change is ≥ −2 points. Every value in the table is "
+    "×100 (CCED and SEAT |d| are not percentages: ×100 only for legibility). The utility column is the change of "
+    "the Bias-in-Bios profession probe's accuracy (points).",
 ]
 
 
@@ -55,18 +63,22 @@ def _ms(xs: list[float], digits: int = 4) -> str:
     return f"{np.mean(xs):.{digits}f} ± {np.std(xs, ddof=1):.{digits}f}"
 
 
-def utility_verdict(base_acc: list[float], new_acc: list[float], constant_acc: float) -> Verdict:
-    base = t_interval(base_acc)
-    change = paired_difference(new_acc, base_acc)
-    if not base.lo > constant_acc:
-        return Verdict("untestable", base, change, change,
-                       f"the original's probe is not above a constant predictor ({100 * constant_acc:.1f}%)")
-    if change.lo >= -MAX_DROP:
-        return Verdict("holds", base, change, change, "the accuracy change's interval lies above −2 points")
-    return Verdict("does not hold", base, change, change, "the accuracy change's interval reaches below −2 points")
+def utility_row(name: str, protocol: str, base_acc: list[float], new_acc: list[float]) -> str:
+    """The non-inferiority row (lower 95% bound of the accuracy change ≥ −2 points), in the summary's columns."""
+    from faircl.eval.compare import paired_seed_comparison
+
+    e = paired_seed_comparison(base_acc, new_acc)
+    if e.lo >= -MAX_DROP:
+        word, why = "holds", "the accuracy change's lower 95% bound is above −2 points"
+    elif e.hi < -MAX_DROP:
+        word, why = "does not hold", "the accuracy falls by more than 2 points"
+    else:
+        word, why = "inconclusive", "the accuracy change's interval straddles −2 points"
+    return (f"| {name} | {protocol} | -0.2 (GLUE average) | {e.fmt()} | — | — | {e.fmt()} | — | **{word}** ({why}; "
+            f"{e.n_seeds} seeds) |")
 
 
-def summary_rows(runs, meta) -> list[tuple[str, str, Verdict]]:
+def summary_lines(runs, meta) -> list[str]:
     head = meta["headline"]
     fill = _fill(meta)
     base_acc, new_acc = _vals(runs, "original", "utility_accuracy"), _vals(runs, head, "utility_accuracy")
@@ -77,12 +89,12 @@ def summary_rows(runs, meta) -> list[tuple[str, str, Verdict]]:
             b, m = [abs(x - ideal) / 100 for x in b], [abs(x - ideal) / 100 for x in m]
         if not all(math.isfinite(x) for x in b + m):
             continue
-        v = judge(b, m, base_acc, new_acc, constant_acc=meta["constant_acc"], max_acc_drop=MAX_DROP)
-        rows.append((f"{claim} ({head.removeprefix('CCD ')})", protocol.format(**fill), v))
-    rows.append((f"CCD keeps utility ({head.removeprefix('CCD ')})",
-                 f"Bias-in-Bios profession probe, {fill['probe']}; baseline column = the original's accuracy",
-                 utility_verdict(base_acc, new_acc, meta["constant_acc"])))
-    return rows
+        rows.append((protocol.format(**fill), summary_claim(f"{claim} ({head.removeprefix('CCD ')})", b, m, base_acc,
+                                                            new_acc, paper_effect=PAPER[key])))
+    table = summary_table(rows, margin=MAX_DROP) if rows else list(SUMMARY_HEADER)
+    return table + [utility_row(f"CCD keeps utility ({head.removeprefix('CCD ')})",
+                                f"Bias-in-Bios profession probe, {fill['probe']}; baseline column = the original's "
+                                "accuracy", base_acc, new_acc)]
 
 
 def _fill(meta) -> dict[str, str]:
@@ -118,7 +130,7 @@ def write_report(path: Path, runs: list[dict], meta: dict) -> None:
               f"({', '.join(a.heldout_list)}). all-MiniLM-L6-v2 has no masked-LM head, so CrowS-Pairs and StereoSet "
               "are the **embedding-similarity variants** (`faircl/eval/embedding_bias.py`), not the paper's "
               "masked-LM scores.", "", *RULE, "",
-              *summary_table(summary_rows(runs, meta)), ""]
+              *summary_lines(runs, meta), ""]
     lines += _sources(runs, meta) + _cced_table(runs, models, meta) + _metrics_table(runs, models)
     lines += _seat_bias_ir(runs, models) + _bandwidth(runs) + _training(runs, meta) + _notes(meta)
     path.parent.mkdir(parents=True, exist_ok=True)

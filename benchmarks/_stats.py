@@ -1,30 +1,40 @@
-"""Paired seed statistics and the verdict rule shared by the fairness benchmarks.
+"""The benchmarks' verdicts, decided by the library's comparison tool (:mod:`faircl.eval.compare`).
 
-A claim "method M lowers the gap (or leakage) of baseline B at little accuracy cost" is judged on runs paired by
-seed (same seed = same data order and initialisation for both):
+One implementation: this module only adapts the results files' per-seed reports to
+:func:`faircl.eval.compare.decide` and formats the summary table. The rule (see ``faircl/eval/compare.py``):
 
-* **untestable** — the baseline shows no gap to remove (its gap's 95% t-interval, measured above ``reference``,
-  includes 0), it is no better than a constant predictor (its accuracy's 95% t-interval does not lie above the
-  majority-class accuracy), or it is itself (almost) a constant predictor (mean share of its most predicted class
-  ≥ ``degenerate_share``): the small gaps of a near-constant baseline are not a bias level a method could be said
-  to lower or raise. With a single seed every interval is unbounded, so nothing is testable.
-* **degenerate** — the method predicts (almost) a single class (mean share of its most predicted class ≥
-  ``degenerate_share``, default 0.95): a "fair" constant predictor says nothing about the claim.
-* **holds** — the paired gap difference (method − baseline) has a 95% t-interval entirely below 0 and the mean
-  accuracy change is ≥ −``max_acc_drop`` (default 2 points).
-* **does not hold** — otherwise.
+* **untestable** — the baseline's gap does not exceed the attribute-permuted null's 95th percentile on the test
+  **and** validation splits (leakage: the majority-group rate's binomial null), or the baseline is degenerate;
+* **degenerate** — the method is no classifier (top-class share well above the split's majority rate, or balanced
+  accuracy near chance) on at least half of the seeds;
+* **holds** / **contradicted** — the seed-paired change is significant after Holm–Bonferroni over every claim of the
+  results file, in the claimed / the wrong direction (holds also needs the utility change's lower 95% bound ≥ −2
+  points);
+* **does not hold** — no significant change although the minimum detectable effect is ≤ the paper's effect;
+* **inconclusive** — the minimum detectable effect exceeds the paper's effect (or the paper reports none).
+
+``t_interval`` / ``paired_difference`` stay for the descriptive columns of the tables.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 from scipy import stats
 
-VERDICTS = ("untestable", "degenerate", "holds", "does not hold")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from faircl.eval.compare import (VERDICTS, BiasTest, ClaimEvidence, Verdict, decide,  # noqa: E402
+                                 paired_seed_comparison)
+
+MARGIN = 0.02
+SUMMARY_HEADER = ["| claim | protocol | paper effect | our effect [95% CI] | Holm p | MDE | utility change [95% CI] | "
+                  "baseline bias vs null | verdict |", "|---|---|---|---|---|---|---|---|---|"]
 
 
 @dataclass(frozen=True)
@@ -57,99 +67,60 @@ def t_interval(values: Sequence[float], level: float = 0.95) -> Interval:
         raise ValueError(f"need a non-empty 1-d sequence of values, got shape {x.shape}")
     if not np.isfinite(x).all():
         raise ValueError(f"values must be finite, got {x.tolist()}")
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}")
     n, mean = len(x), float(x.mean())
     if n < 2:
         return Interval(mean, -math.inf, math.inf, n)
-    sem = float(x.std(ddof=1)) / math.sqrt(n)
-    half = float(stats.t.ppf(0.5 + level / 2, df=n - 1)) * sem
+    half = float(stats.t.ppf(0.5 + level / 2, df=n - 1)) * float(x.std(ddof=1)) / math.sqrt(n)
     return Interval(mean, mean - half, mean + half, n)
 
 
 def paired_difference(method: Sequence[float], baseline: Sequence[float], level: float = 0.95) -> Interval:
-    """t-interval of the per-seed differences ``method[s] − baseline[s]`` (the two lists are paired by seed)."""
-    if len(method) != len(baseline):
-        raise ValueError(f"paired runs need as many method as baseline values, got {len(method)} and {len(baseline)}")
-    return t_interval(np.asarray(method, float) - np.asarray(baseline, float), level)
+    """The seed-paired change ``method − baseline`` (:func:`faircl.eval.compare.paired_seed_comparison`)."""
+    e = paired_seed_comparison(baseline, method, level)
+    return Interval(e.mean, e.lo, e.hi, e.n_seeds)
 
 
-@dataclass(frozen=True)
-class Verdict:
-    verdict: str
-    baseline_gap: Interval
-    effect: Interval
-    accuracy_change: Interval
-    reason: str
+def summary_claim(name: str, baseline: Sequence[float], method: Sequence[float], baseline_utility: Sequence[float],
+                  method_utility: Sequence[float], *, paper_effect: float | None = None,
+                  bias: Sequence[BiasTest] = (), baseline_degenerate: Sequence[str | None] = (),
+                  method_degenerate: Sequence[str | None] = ()) -> ClaimEvidence:
+    """A claim's evidence from per-seed summary numbers (fractions; the gap falling is claimed)."""
+    return ClaimEvidence(name, paired_seed_comparison(baseline, method),
+                         paired_seed_comparison(baseline_utility, method_utility), paper_effect, tuple(bias),
+                         tuple(baseline_degenerate), tuple(method_degenerate))
 
 
-def judge(
-    baseline_gap: Sequence[float],
-    method_gap: Sequence[float],
-    baseline_acc: Sequence[float],
-    method_acc: Sequence[float],
-    constant_acc: float,
-    method_majority_share: Sequence[float] | None = None,
-    reference: float = 0.0,
-    max_acc_drop: float = 0.02,
-    degenerate_share: float = 0.95,
-    level: float = 0.95,
-    baseline_majority_share: Sequence[float] | None = None,
-) -> Verdict:
-    """Apply the verdict rule (module docstring) to seed-paired runs.
-
-    Args:
-        baseline_gap, method_gap: the fairness gap (or leakage) of each seed, fractions (not points).
-        baseline_acc, method_acc: the accuracy of each seed.
-        constant_acc: accuracy of a constant (majority-class) predictor on the same test set.
-        method_majority_share: per seed, the share of the method's test predictions that fall in its most
-            predicted class (``None``: not checked).
-        baseline_majority_share: the same for the baseline (``None``: not checked).
-        reference: value meaning "no gap" (0 for gaps; chance accuracy for leakage).
-        max_acc_drop: largest accuracy loss (fraction) for "holds".
-        degenerate_share: majority-prediction share at or above which the method is degenerate.
-        level: confidence level of the intervals.
-    """
-    base = t_interval(np.asarray(baseline_gap, float) - reference, level)
-    effect = paired_difference(method_gap, baseline_gap, level)
-    acc = paired_difference(method_acc, baseline_acc, level)
-    base_acc = t_interval(baseline_acc, level)
-    if not base.lo > 0:
-        return Verdict("untestable", base, effect, acc, "the baseline's gap interval includes 0")
-    if not base_acc.lo > constant_acc:
-        return Verdict("untestable", base, effect, acc,
-                       f"the baseline is not above a constant predictor ({100 * constant_acc:.1f}% accuracy)")
-    if baseline_majority_share is not None and float(np.mean(baseline_majority_share)) >= degenerate_share:
-        return Verdict("untestable", base, effect, acc,
-                       f"the baseline predicts one class for {100 * float(np.mean(baseline_majority_share)):.0f}% "
-                       "of rows")
-    if method_majority_share is not None and float(np.mean(method_majority_share)) >= degenerate_share:
-        return Verdict("degenerate", base, effect, acc,
-                       f"the method predicts one class for {100 * float(np.mean(method_majority_share)):.0f}% of rows")
-    if effect.hi < 0 and acc.mean >= -max_acc_drop:
-        return Verdict("holds", base, effect, acc, "gap falls (interval excludes 0), accuracy within the tolerance")
-    why = "the gap's change includes 0 or is positive" if not effect.hi < 0 else (
-        f"accuracy falls by more than {100 * max_acc_drop:.0f} points")
-    return Verdict("does not hold", base, effect, acc, why)
+def _row(protocol: str, v: Verdict) -> str:
+    paper = "—" if v.paper_effect is None else f"{100 * v.paper_effect:+.1f}"
+    bias = "; ".join(t.describe() for t in v.bias) or "not checked (no per-row predictions)"
+    cells = [v.name, protocol, paper, v.effect.fmt(), "—" if math.isnan(v.p_holm) else f"{v.p_holm:.3g}",
+             f"{100 * v.mde:.1f}" if math.isfinite(v.mde) else "∞", v.utility.fmt(), bias,
+             f"**{v.verdict}** ({v.reason}; {v.effect.n_seeds} seeds)"]
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
 
-SUMMARY_HEADER = ["| claim | protocol | baseline gap | method effect ± 95% CI | accuracy change | verdict |",
-                  "|---|---|---|---|---|---|"]
+def decide_rows(rows: list[tuple[str, ClaimEvidence]], margin: float = MARGIN) -> list[tuple[str, Verdict]]:
+    """Decide every claim of a results file together (one Holm family)."""
+    verdicts = decide([ev for _, ev in rows], margin=margin)
+    return [(protocol, v) for (protocol, _), v in zip(rows, verdicts)]
 
 
-def summary_row(claim: str, protocol: str, v: Verdict) -> str:
-    """One row of the results files' summary table (values in points, ×100)."""
-    claim, protocol = claim.replace("|", "\\|"), protocol.replace("|", "\\|")  # keep the table's columns
-    base = v.baseline_gap
-    base_txt = f"{100 * base.mean:.1f}" + ("" if not math.isfinite(base.half_width) else
-                                          f" ± {100 * base.half_width:.1f}")
-    return (f"| {claim} | {protocol} | {base_txt} | {v.effect.fmt()} | {v.accuracy_change.fmt()} | "
-            f"**{v.verdict}** ({v.reason}; n = {v.effect.n}) |")
+def summary_table(rows: list[tuple[str, ClaimEvidence]], margin: float = MARGIN) -> list[str]:
+    """The markdown summary table for the top of a results file (values in points, ×100)."""
+    return SUMMARY_HEADER + [_row(p, v) for p, v in decide_rows(rows, margin)]
 
 
-def summary_table(rows: list[tuple[str, str, Verdict]]) -> list[str]:
-    """The markdown summary table for the top of a results file."""
-    return SUMMARY_HEADER + [summary_row(c, p, v) for c, p, v in rows]
+RULE = ("Verdict rule (`faircl.eval.compare`, called by `benchmarks/_stats.py`): the change is method − baseline "
+        "(×100) paired by seed, with a 95% Student-t interval; *untestable* when the baseline's gap does not exceed "
+        "the 95th percentile of its null (attribute permuted within each label, 1,000 permutations) on the test and "
+        "the validation split (leakage: the binomial null of always guessing the majority group) or the baseline is "
+        "degenerate; *degenerate* when the method gives one class to far more rows than the split's majority class "
+        "(or has chance balanced accuracy) on at least half of the seeds; *holds* / *contradicted* when the change "
+        "is significant after Holm–Bonferroni over every claim of this file (p < 0.05), in the claimed / the wrong "
+        "direction, and (holds) the utility change's lower 95% bound is ≥ −2 points; *does not hold* when it is "
+        "not significant although the minimum detectable effect (MDE: 80% power at the Bonferroni level) is ≤ the "
+        "paper's effect; *inconclusive* when the MDE exceeds the paper's effect or the paper gives none, or the "
+        "utility interval straddles −2 points.")
 
 
 def majority_share(predictions: Sequence[int]) -> float:
@@ -160,5 +131,5 @@ def majority_share(predictions: Sequence[int]) -> float:
     return float(np.bincount(p.astype(np.int64)).max() / p.size)
 
 
-__all__ = ["Interval", "VERDICTS", "Verdict", "judge", "majority_share", "paired_difference", "summary_row",
-           "summary_table", "t_interval"]
+__all__ = ["Interval", "MARGIN", "RULE", "SUMMARY_HEADER", "VERDICTS", "decide_rows", "majority_share",
+           "paired_difference", "summary_claim", "summary_table", "t_interval"]

@@ -272,6 +272,7 @@ def parse_args(argv=None):
     ap.add_argument("--utility-per-class", type=int, default=10, help="Bias-in-Bios samples per profession")
     ap.add_argument("--quick", action="store_true", help="tiny scale smoke run (not for the report)")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "embedding_fairness.md"))
+    ap.add_argument("--render", metavar="JSON", help="rewrite the results file from a saved .json (no training)")
     args = ap.parse_args(argv)
     if args.quick:
         args.train, args.val, args.test, args.heldout, args.val_every = 32, 16, 12, 6, 1
@@ -290,6 +291,15 @@ def parse_args(argv=None):
 
 def main(argv=None) -> None:
     args = parse_args(argv)
+    if args.render:
+        import json
+        from types import SimpleNamespace
+
+        saved = json.loads(Path(args.render).read_text())
+        saved["meta"]["args"] = SimpleNamespace(**saved["meta"]["args"])
+        write_report(Path(args.out), saved["runs"], saved["meta"])
+        print(f"wrote {args.out} from {args.render}")
+        return
     torch.set_num_threads(args.threads)
     data_dir = Path(args.data_dir)
     if not data_dir.is_dir():
@@ -331,6 +341,10 @@ def main(argv=None) -> None:
             "constant_acc": constant_acc, "eval_sizes": eval_sizes(data_dir, args), "n_probe": len(labels),
             "n_classes": len(set(labels))}
     write_report(Path(args.out), runs, meta)
+    import json
+
+    Path(args.out).with_suffix(".json").write_text(json.dumps({"runs": runs, "meta": {**meta, "args": vars(args)}},
+                                                              default=float, allow_nan=True))
     log(f"total {total / 60:.1f} min; report written to {args.out}")
 
 

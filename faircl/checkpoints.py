@@ -60,10 +60,12 @@ def _diagnose(path: Path, err: BaseException) -> str:
         return f"not a PyTorch checkpoint ({size} bytes of unrecognised data)"
     if is_zip and not zipfile.is_zipfile(path):
         return f"truncated or corrupt zip archive ({size} bytes)"
-    found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", msg)
+    found = re.search(r"(?:unsupported|not an allowed) GLOBAL ([\w.]+)|GLOBAL ([\w.]+) (?:was not|is not) an allowed",
+                      msg, flags=re.IGNORECASE)
     if isinstance(err, pickle.UnpicklingError) and found:
-        return (f"holds objects that are not plain tensors or containers ({found.group(1)}); it is refused because "
-                "loading it could run code from the file (re-save it as a plain state_dict if you trust it)")
+        name = found.group(1) or found.group(2)
+        return (f"refused: the file holds code ({name}), not only tensors and plain data; faircl never runs code "
+                "from files")
     if is_pickle:
         return f"truncated or corrupt pickle data ({size} bytes; {_first_line(err)})"
     return f"corrupt checkpoint archive ({_first_line(err)})"
@@ -154,7 +156,7 @@ class AtomicCheckpointIO(TorchCheckpointIO):
 
     def load_checkpoint(self, path: Any, map_location: Any = "cpu", weights_only: bool | None = None) -> dict:
         if weights_only is False:
-            raise CheckpointError(f"checkpoint {str(path)!r}: weights_only=False is not allowed by "
+            raise CheckpointError(f"checkpoint {str(path)!r}: loading with weights_only set to False is not allowed by "
                                   f"{type(self).__name__} (it would run code from the file)")
         return load_checkpoint(path, map_location=map_location)
 

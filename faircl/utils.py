@@ -9,8 +9,8 @@ from typing import Any, Callable, Iterable, Sequence
 import torch
 import torch.distributed as dist
 
-__all__ = ["GradientCache", "all_gather_variable", "all_gather_with_grad", "gather_rows", "group_names_or_default",
-           "is_distributed", "per_group_items", "quiet_trainer_kwargs", "split_batch"]
+__all__ = ["GradientCache", "all_gather_variable", "all_gather_with_grad", "end_distributed", "gather_rows",
+           "group_names_or_default", "is_distributed", "per_group_items", "quiet_trainer_kwargs", "split_batch"]
 
 
 def group_names_or_default(group_names: Sequence[str] | None, num_groups: int) -> list[str]:
@@ -288,6 +288,24 @@ def _leaf_items(cache: Any) -> list[tuple[str, torch.Tensor]]:
     if isinstance(cache, dict):
         return [(k, t) for k, t in cache.items() if t.requires_grad]
     return [("", cache)]
+
+
+def end_distributed(barrier: bool = True) -> None:
+    """Close the ``torch.distributed`` process group of this process, if one is open.
+
+    Call it once at the end of a multi-process program (the ``faircl`` command does): ``barrier`` first waits for
+    every process, so none closes its connections while another still talks to it, then the group is destroyed,
+    which joins its communication threads. A process that exits with the group open tears those threads down
+    unjoined, which aborts it (``terminate called without an active exception``, exit 134) on a busy machine.
+    Pass ``barrier=False`` on an error path, where another process may never arrive.
+    """
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    try:
+        if barrier and dist.get_world_size() > 1:
+            dist.barrier()
+    finally:
+        dist.destroy_process_group()
 
 
 def all_gather_variable(local: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

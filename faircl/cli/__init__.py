@@ -1,7 +1,26 @@
-"""The ``faircl`` command (``faircl fit|validate|test|predict|export|configs``); see :mod:`faircl.cli.app`."""
+"""The ``faircl`` command (``faircl fit|validate|test|predict|configs|export|findml``); see :mod:`faircl.cli.command`
+and :mod:`faircl.cli.app`.
 
-from faircl.cli.app import FairCLI, check_names, datamodules, main, run_cli
-from faircl.cli.runs import CLIError, find_checkpoint, resolve_config, shipped_configs
+Importing this package loads neither torch nor Lightning: ``FairCLI``, ``run_cli``, ``find_checkpoint`` and the
+other names below are imported on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from faircl.cli.command import main
+from faircl.cli.names import CLIError, resolve_config, shipped_configs
+
+_LAZY = {"FairCLI": "faircl.cli.app", "check_names": "faircl.cli.app", "datamodules": "faircl.cli.app",
+         "run_cli": "faircl.cli.app", "find_checkpoint": "faircl.cli.runs"}
 
 __all__ = ["CLIError", "FairCLI", "check_names", "datamodules", "find_checkpoint", "main", "resolve_config",
            "run_cli", "shipped_configs"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'faircl.cli' has no attribute {name!r}")

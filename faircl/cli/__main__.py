@@ -2,6 +2,6 @@
 
 import sys
 
-from faircl.cli.app import main
+from faircl.cli.command import main
 
 sys.exit(main())

@@ -15,26 +15,26 @@ line on stderr; ``FAIRCL_DEBUG=1`` shows the traceback), 1 on any other failure.
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import sys
-import traceback
 import warnings
 from functools import partial, update_wrapper
 from pathlib import Path
 from types import MethodType
 from typing import Any
 
-import yaml
+import torch
 from lightning.pytorch.cli import LightningCLI, SaveConfigCallback, instantiate_class
 from lightning.pytorch.loggers import CSVLogger
 
 import faircl.data
-from faircl.checkpoints import AtomicCheckpointIO, FairCheckpoint
-from faircl.cli.outputs import PredictionFiles, export_encoder
-from faircl.cli.runs import (UNTRAINED, CLIError, checkpoint_epoch, config_files, expand_configs, find_checkpoint,
-                             guard_outputs, option_value, resolve_ckpt_path, sets_optimizer_lr, shipped_configs)
+from faircl.checkpoints import AtomicCheckpointIO, CheckpointError, FairCheckpoint, check_checkpoint
+from faircl.cli.outputs import PredictionFiles
+from faircl.cli.runs import (LINKED, UNTRAINED, CarryBest, CLIError, check_linked, checkpoint_class, checkpoint_epoch,
+                             config_filename, config_files, expand_configs, guard_outputs, linked_values_given,
+                             option_value, read_config, resolve_ckpt_path, sets_optimizer_lr, short_name)
 from faircl.data.base import FairDataModule
-from faircl.data.io import DataError
 from faircl.eval.report import print_report, write_report
 from faircl.methods import METHODS
 from faircl.methods.base import FairModule
@@ -45,7 +45,12 @@ SUBCOMMANDS = ("fit", "validate", "test", "predict")
 #: Lightning warnings that carry no advice for a faircl run (the datamodules choose workers and shard themselves;
 #: evaluation never needs the checkpoint callback; a torch / Lightning deprecation inside Lightning itself).
 QUIET = (r".*does not have many workers.*", r".*smaller than the logging interval.*",
-         r".*callbacks used to create the checkpoint need to be provided.*", r".*LeafSpec.*is deprecated.*")
+         r".*callbacks used to create the checkpoint need to be provided.*", r".*LeafSpec.*is deprecated.*",
+         r".*args parameter is intended to run from within Python.*")
+#: Lines of Lightning's log that say nothing to a faircl user: the promotion of a hosted logging service, printed by
+#: every Trainer without one, and the absent accelerators (a present GPU is still reported).
+SILENT_PREFIXES = ("\N{ELECTRIC LIGHT BULB} Tip:", "GPU available: False", "TPU available: False",
+                   "HPU available: False")
 TRAINER_DEFAULTS = {
     # The datamodules shard and balance batches themselves (rank-aware samplers).
     "use_distributed_sampler": False,
@@ -55,7 +60,14 @@ TRAINER_DEFAULTS = {
 
 
 class _SaveConfig(SaveConfigCallback):
-    """Saves ``config.yaml``; the CLI has already refused to overwrite an earlier run's file (``--overwrite``)."""
+    """Saves the run's config (:func:`~faircl.cli.runs.config_filename`: ``config.yaml``, or
+    ``config.<command>.yaml`` for a command other than ``fit`` without a logger); the CLI has already refused to
+    overwrite an earlier run's file (``--overwrite``)."""
+
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        command = str(getattr(trainer.state.fn, "value", None) or stage)  # TrainerFn.TESTING -> "test"
+        self.config_filename = config_filename(command, bool(trainer.loggers))
+        super().setup(trainer, pl_module, stage)
 
 
 class FairCLI(LightningCLI):
@@ -64,11 +76,25 @@ class FairCLI(LightningCLI):
     after ``test``."""
 
     def __init__(self, *args: Any, overwrite: bool = False, untrained: bool = False,
-                 optimizer_lr_given: bool = False, **kwargs: Any) -> None:
+                 optimizer_lr_given: bool = False, linked_given: dict[str, tuple[Any, str]] | None = None,
+                 ckpt_linked: dict[str, tuple[Any, str]] | None = None, **kwargs: Any) -> None:
         self.overwrite, self.untrained, self.optimizer_lr_given = overwrite, untrained, optimizer_lr_given
+        self.linked_given, self.ckpt_linked = dict(linked_given or {}), dict(ckpt_linked or {})
         self.ckpt_used: str | None = None
         self.prediction_writer: PredictionFiles | None = None
         super().__init__(*args, **kwargs)
+
+    def init_parser(self, **kwargs: Any):
+        """The parser raises its errors (``faircl`` prints one line, exit 2) instead of printing the whole usage."""
+        parser = super().init_parser(**kwargs)
+        parser.exit_on_error = False
+        return parser
+
+    def after_instantiate_classes(self) -> None:
+        super().after_instantiate_classes()
+        # the links overwrite the model's value with the data's: a different value given by the user is an error
+        check_linked(self.linked_given, self.datamodule)
+        check_linked(self.ckpt_linked, self.datamodule, origin=" (stored in the checkpoint)")
 
     def add_arguments_to_parser(self, parser) -> None:
         for attr in ("num_classes", "num_groups", "input_dim"):
@@ -154,26 +180,36 @@ class FairCLI(LightningCLI):
         kwargs = super()._prepare_subcommand_kwargs(subcommand)
         root = self.trainer.default_root_dir
         given = kwargs.get("ckpt_path")
+        names = {"model": type(self.model).__name__, "data": type(self.datamodule).__name__}
+        config_file = config_filename(subcommand, bool(self.trainer.loggers))
         if subcommand == "fit":
             if given is not None:
-                path = resolve_ckpt_path(given, root, explicit_untrained=False)
+                path = resolve_ckpt_path(given, root, explicit_untrained=False, **names)
                 epoch = checkpoint_epoch(path)
+                max_epochs = self.trainer.max_epochs
+                if epoch is not None and max_epochs is not None and max_epochs != -1 and max_epochs <= epoch:
+                    raise CLIError(f"--ckpt_path {path}: the checkpoint was saved in epoch {epoch} (counted from 0), "
+                                   f"so --trainer.max_epochs {max_epochs} leaves nothing to train; pass "
+                                   f"--trainer.max_epochs {epoch + 2} or more to train further")
+                self.trainer.callbacks.append(CarryBest(path))  # best of the whole run, not of the resumed part
                 print(f"faircl: resuming from {path} (saved in epoch {epoch}, counted from 0); this run writes to "
                       f"{self.trainer.log_dir}", file=sys.stderr)
                 kwargs["ckpt_path"] = path
                 self.ckpt_used = path
             elif not self.trainer.fast_dev_run:  # a smoke run writes neither config nor checkpoints
-                guard_outputs(self.trainer.log_dir, ("config.yaml", "checkpoints"), self.overwrite)
+                guard_outputs(self.trainer.log_dir, (config_file, "checkpoints"), self.overwrite)
             return kwargs
         # fast_dev_run is a smoke run: without --ckpt_path it evaluates the weights at hand.
         smoke = given is None and bool(self.trainer.fast_dev_run)
-        path = resolve_ckpt_path(given, root, explicit_untrained=self.untrained or smoke)
+        path = resolve_ckpt_path(given, root, explicit_untrained=self.untrained or smoke, **names)
         if path is not None:
             checkpoint_epoch(path)  # a clear message for an unreadable file
         kwargs["ckpt_path"] = path
         self.ckpt_used = path
-        outputs = {"test": ("config.yaml", "report.json", "report.md"),
-                   "predict": ("config.yaml", "predictions.pt", "predictions.csv")}.get(subcommand, ("config.yaml",))
+        if subcommand == "test":
+            kwargs["verbose"] = False  # the fairness report below is the one table of a test
+        outputs = {"test": (config_file, "report.json", "report.md"),
+                   "predict": (config_file, "predictions.pt", "predictions.csv")}.get(subcommand, (config_file,))
         if not smoke:
             guard_outputs(self.trainer.log_dir, outputs, self.overwrite)
         which = "the current (untrained) weights" if path is None else path
@@ -247,83 +283,101 @@ def check_names(argv: list[str], configs: list[dict[str, Any]]) -> None:
 
 # ---------------------------------------------------------------------------------------------------- entry points
 def _prepare(argv: list[str]) -> tuple[list[str], dict[str, Any]]:
-    """Strip faircl's own options from ``argv`` and resolve config names; returns (argv, FairCLI options)."""
+    """Strip faircl's own options from ``argv``, resolve config names and check what can be checked before
+    LightningCLI parses: the names, an explicit checkpoint (readable, of the requested method), the accelerator.
+
+    Returns (argv, FairCLI options)."""
     overwrite = "--overwrite" in argv
     argv = [a for a in argv if a != "--overwrite"]
     argv = expand_configs(argv)
-    configs = [yaml.safe_load(p.read_text()) or {} for p in config_files(argv)]
+    files = config_files(argv)
+    configs = [read_config(p) for p in files]
     check_names(argv, configs)
+    _check_accelerator(argv, configs)
     ckpt = option_value(argv, "ckpt_path")
     untrained = ckpt is not None and ckpt.lower() in UNTRAINED
+    ckpt_linked: dict[str, tuple[Any, str]] = {}
     if ckpt is not None and Path(ckpt).expanduser().is_file():
-        checkpoint_epoch(ckpt)  # LightningCLI reads the file's hyper-parameters first: a corrupt one fails here clearly
+        # LightningCLI reads the file's hyper-parameters first: a corrupt or unsafe one fails here clearly
+        try:
+            stored = check_checkpoint(ckpt)
+        except CheckpointError as err:
+            raise CLIError(str(err)) from None
+        argv = _model_of_checkpoint(argv, configs, ckpt, stored)
+        hp = stored.get("hyper_parameters") or {}
+        ckpt_linked = {k: (hp[k], f"{k}={hp[k]} of --ckpt_path {ckpt}") for k in LINKED if hp.get(k) is not None}
     if untrained:
         argv = [a for a in argv if not a.startswith("--ckpt_path=")]
         argv = [a for i, a in enumerate(argv) if a != "--ckpt_path" and not (i and argv[i - 1] == "--ckpt_path")]
     return argv, {"overwrite": overwrite, "untrained": untrained,
-                  "optimizer_lr_given": sets_optimizer_lr(argv, configs)}
+                  "optimizer_lr_given": sets_optimizer_lr(argv, configs),
+                  "linked_given": linked_values_given(argv, list(zip(files, configs))), "ckpt_linked": ckpt_linked}
+
+
+def _requested_model(argv: list[str], configs: list[dict[str, Any]]) -> str | None:
+    value = option_value(argv, "model")
+    if value is not None and not value.endswith((".yaml", ".yml", ".json")) and "{" not in value:
+        return value
+    for cfg in reversed(configs):
+        name = short_name(cfg.get("model")) if isinstance(cfg, dict) else None
+        if name is not None:
+            return cfg["model"] if isinstance(cfg["model"], str) else cfg["model"]["class_path"]
+    return None
+
+
+def _model_of_checkpoint(argv: list[str], configs: list[dict[str, Any]], ckpt: str, stored: dict) -> list[str]:
+    """Refuse a checkpoint of another method than the requested one; with no method requested, use the
+    checkpoint's (and say so)."""
+    stored_class = checkpoint_class(stored)
+    if stored_class is None:
+        return argv
+    wanted = _requested_model(argv, configs)
+    if wanted is None:
+        print(f"faircl: no --model given: using the checkpoint's method {short_name(stored_class)}", file=sys.stderr)
+        return [*argv, "--model", stored_class]
+    if short_name(wanted) != short_name(stored_class):
+        raise CLIError(f"--ckpt_path {ckpt} holds a {short_name(stored_class)} model, but the method requested is "
+                       f"{short_name(wanted)}: pass a checkpoint of a {short_name(wanted)} run, or --model "
+                       f"{short_name(stored_class)} (or leave --model out to use the checkpoint's method)")
+    return argv
+
+
+def _check_accelerator(argv: list[str], configs: list[dict[str, Any]]) -> None:
+    value = option_value(argv, "trainer.accelerator")
+    if value is None:
+        for cfg in configs:
+            trainer = cfg.get("trainer") if isinstance(cfg, dict) else None
+            if isinstance(trainer, dict) and isinstance(trainer.get("accelerator"), str):
+                value = trainer["accelerator"]
+    if value is not None and value.lower() in ("gpu", "cuda"):
+        if not torch.cuda.is_available():
+            raise CLIError(f"--trainer.accelerator {value}: no GPU is available to this process "
+                           "(torch.cuda.is_available() is False); use --trainer.accelerator cpu (or auto)")
+
+
+def _quiet_lightning_log() -> None:
+    """Filter the :data:`SILENT_PREFIXES` lines out of Lightning's rank-zero log, and its "Seed set to" line (the
+    seed is in the run's config), once per process."""
+    log = logging.getLogger("lightning.pytorch.utilities.rank_zero")
+    if not any(getattr(f, "faircl_quiet", False) for f in log.filters):
+        quiet = logging.Filter()
+        quiet.filter = lambda record: not str(record.getMessage()).startswith(SILENT_PREFIXES)  # type: ignore
+        quiet.faircl_quiet = True  # type: ignore[attr-defined]
+        log.addFilter(quiet)
+    logging.getLogger("lightning.fabric.utilities.seed").setLevel(logging.WARNING)
 
 
 def run_cli(args: list[str], run: bool = True) -> FairCLI:
     """Run ``faircl <args>`` in this process and return the :class:`FairCLI` (model, datamodule, trainer).
 
-    Errors are raised (:class:`CLIError`, ``DataError``, ...); :func:`main` turns them into an exit status."""
+    Errors are raised (:class:`CLIError`, ``DataError``, ...); :func:`faircl.cli.command.main` turns them into an exit status."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     datamodules()  # every datamodule class is imported, so a class name in a config resolves
     argv, options = _prepare(list(args))
     for message in QUIET:
         warnings.filterwarnings("ignore", message=message)
+    _quiet_lightning_log()
     return FairCLI(FairModule, FairDataModule, subclass_mode_model=True, subclass_mode_data=True, args=argv, run=run,
                    seed_everything_default=0, trainer_defaults=TRAINER_DEFAULTS, save_config_callback=_SaveConfig,
                    save_config_kwargs={"overwrite": True}, auto_configure_optimizers=True, **options)
-
-
-def _export(argv: list[str]) -> None:
-    ckpt, out = option_value(argv, "ckpt_path"), option_value(argv, "out")
-    if not ckpt or not out or "-h" in argv or "--help" in argv:
-        raise CLIError("usage: faircl export --ckpt_path <file.ckpt | best | last> [--root DIR] --out DIR "
-                       "[--overwrite]  (best / last: the newest run under --root, default the current directory)")
-    if ckpt in ("best", "last"):
-        ckpt = str(find_checkpoint(option_value(argv, "root") or ".", ckpt))
-    path = export_encoder(ckpt, out, overwrite="--overwrite" in argv)
-    print(f"encoder of {ckpt} exported to {path}")
-
-
-def main(args: list[str] | None = None) -> int:
-    """The ``faircl`` command; returns the exit status (0 success, 2 usage / config / data error, 1 other)."""
-    argv = list(sys.argv[1:] if args is None else args)
-    debug = os.environ.get("FAIRCL_DEBUG", "") not in ("", "0")
-    try:
-        if argv and argv[0] == "configs":
-            print("\n".join(shipped_configs()))
-        elif argv and argv[0] == "export":
-            _export(argv[1:])
-        else:
-            saved = sys.argv
-            sys.argv = [saved[0] if saved else "faircl"]  # the arguments go in `args` only
-            try:
-                run_cli(argv)
-            finally:
-                sys.argv = saved
-    except SystemExit as exc:  # --help, --print_config and argument errors of the parser
-        code = exc.code
-        if isinstance(code, str):
-            print(f"faircl: error: {code}", file=sys.stderr)
-            return 2
-        return int(code or 0)
-    except (CLIError, DataError, FileNotFoundError, NotADirectoryError, ValueError, TypeError) as err:
-        if debug:
-            traceback.print_exc()
-        print(f"faircl: error: {_message(err)}", file=sys.stderr)
-        if not debug:
-            print("(set FAIRCL_DEBUG=1 to see the traceback)", file=sys.stderr)
-        return 2
-    except Exception:
-        traceback.print_exc()
-        return 1
-    return 0
-
-
-def _message(err: BaseException) -> str:
-    return str(err) if isinstance(err, CLIError) else f"{type(err).__name__}: {err}"

@@ -8,8 +8,10 @@ from typing import Any
 
 import lightning as L
 import torch
+import torch.distributed as dist
 from lightning.pytorch.callbacks import BasePredictionWriter
 
+from faircl.checkpoints import CheckpointError, check_checkpoint
 from faircl.cli.runs import CLIError
 from faircl.methods.base import FairModule
 from faircl.models.encoders import HFTextEncoder
@@ -24,13 +26,18 @@ class PredictionFiles(BasePredictionWriter):
       ``embeddings``, ``h`` (and ``z`` for contrastive methods), rows in split order;
     - ``predictions.csv``: ``idx, y, a, prediction, prob_<class>...``.
 
-    Under several processes every rank writes ``predictions.rank<r>.*`` (its own shard).
+    Under several processes the ranks' rows are gathered to rank 0, which writes the one pair of files: each row
+    once (the rows a distributed sampler repeats to even out the shards are dropped by ``idx``), in split order.
     """
 
     def __init__(self, split: str, embeddings: bool = True) -> None:
         super().__init__(write_interval="epoch")
         self.split, self.embeddings = split, embeddings
         self.written: list[Path] = []
+        self.log_dir: str | None = None
+
+    def on_predict_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.log_dir = trainer.log_dir  # a collective under several processes: read by every rank here
 
     def write_on_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, predictions: Any,
                            batch_indices: Any) -> None:
@@ -45,15 +52,21 @@ class PredictionFiles(BasePredictionWriter):
         data = {k: torch.cat(v) for k, v in cols.items()}
         if "logits" not in data:
             raise CLIError(f"{type(pl_module).__name__} has no classifier output ('logits'): nothing to predict")
+        if trainer.world_size > 1:
+            data = _gather_rows(data)
+            if not trainer.is_global_zero:
+                return
         if "idx" in data:
-            order = torch.argsort(data["idx"])
+            order = torch.argsort(data["idx"], stable=True)
             data = {k: v[order] for k, v in data.items()}
+            first = torch.ones_like(data["idx"], dtype=torch.bool)
+            first[1:] = data["idx"][1:] != data["idx"][:-1]  # a row the sampler repeated is kept once
+            data = {k: v[first] for k, v in data.items()}
         probs = data["logits"].softmax(-1)
         data.update(probabilities=probs, prediction=probs.argmax(-1), split=self.split)
-        suffix = f".rank{trainer.global_rank}" if trainer.world_size > 1 else ""
-        out_dir = Path(trainer.log_dir or trainer.default_root_dir)
+        out_dir = Path(self.log_dir or trainer.default_root_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        pt_path, csv_path = out_dir / f"predictions{suffix}.pt", out_dir / f"predictions{suffix}.csv"
+        pt_path, csv_path = out_dir / "predictions.pt", out_dir / "predictions.csv"
         torch.save({k: v for k, v in data.items() if k != "logits"} | {"logits": data["logits"]}, pt_path)
         n = len(probs)
         with csv_path.open("w", newline="") as fh:
@@ -63,6 +76,13 @@ class PredictionFiles(BasePredictionWriter):
                 w.writerow([_item(data, "idx", r), _item(data, "y", r), _item(data, "a", r),
                             int(data["prediction"][r]), *[f"{float(p):.6f}" for p in probs[r]]])
         self.written = [pt_path, csv_path]
+
+
+def _gather_rows(data: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Every rank's columns concatenated in rank order (on every rank)."""
+    parts: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(parts, data)
+    return {k: torch.cat([p[k] for p in parts]) for k in data}
 
 
 def _item(data: dict[str, Any], key: str, r: int) -> Any:
@@ -78,7 +98,11 @@ def export_encoder(ckpt_path: str | Path, out: str | Path, overwrite: bool = Fal
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise CLIError(f"export: {str(out)!r} is not empty; pass --overwrite or choose another --out")
     try:
-        model = FairModule.load_from_checkpoint(ckpt_path, map_location="cpu", weights_only=False)
+        check_checkpoint(ckpt_path)  # no code runs from the file: a file holding code is refused in one line
+    except CheckpointError as err:
+        raise CLIError(f"export: {err}") from None
+    try:
+        model = FairModule.load_from_checkpoint(ckpt_path, map_location="cpu", weights_only=True)
     except Exception as err:
         raise CLIError(f"export: cannot load {str(ckpt_path)!r}: {type(err).__name__}: {err}") from err
     if hasattr(model, "save_pretrained"):  # CCD: the encoder's folder plus its own record

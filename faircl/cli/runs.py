@@ -9,74 +9,22 @@ under the same ``default_root_dir``.
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
-from faircl.checkpoints import CheckpointError, check_checkpoint
-from faircl.checkpoints import FairCheckpoint, final_stage_or_unreachable  # noqa: F401  # re-exported (moved there)
+import torch
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+from faircl.checkpoints import CheckpointError, check_checkpoint, load_checkpoint
+from faircl.checkpoints import FairCheckpoint, final_stage_or_unreachable  # noqa: F401  # re-exported (moved there)
+from faircl.cli.names import (CONFIG_DIR, CLIError, config_files, expand_configs, option_value,  # noqa: F401
+                               read_config, resolve_config, shipped_configs)
+
 UNTRAINED = ("none", "null", "untrained")
 
 
-class CLIError(Exception):
-    """A usage or configuration error of the ``faircl`` command: printed as one line, exit status 2."""
-
-
 # ----------------------------------------------------------------------------------------------------- configs
-def shipped_configs() -> list[str]:
-    """Names of the configs shipped with the package (``confair/biased_features``, ...)."""
-    return sorted(p.relative_to(CONFIG_DIR).with_suffix("").as_posix() for p in CONFIG_DIR.rglob("*.yaml"))
-
-
-def resolve_config(value: str) -> str:
-    """A ``--config`` value as a file path: an existing file, or a shipped config by name (``confair/biased_features``,
-    ``confair/biased_features.yaml`` or ``configs/confair/biased_features.yaml`` from any working directory)."""
-    if Path(value).expanduser().is_file():
-        return value
-    name = value[len("configs/"):] if value.startswith("configs/") else value
-    for cand in (CONFIG_DIR / name, CONFIG_DIR / f"{name}.yaml"):
-        if cand.is_file():
-            return str(cand)
-    near = [n for n in shipped_configs() if name.split("/")[0] in n][:8]
-    raise CLIError(f"config {value!r} not found: it is neither a file nor a shipped config name "
-                   f"(<method>/<dataset>, e.g. {', '.join(near or shipped_configs()[:4])}; list them all with "
-                   "`faircl configs`)")
-
-
-def expand_configs(argv: list[str]) -> list[str]:
-    """``argv`` with every ``--config`` value replaced by a file path (see :func:`resolve_config`)."""
-    out = list(argv)
-    for i, arg in enumerate(out):
-        if arg == "--config" and i + 1 < len(out):
-            out[i + 1] = resolve_config(out[i + 1])
-        elif arg.startswith("--config="):
-            out[i] = "--config=" + resolve_config(arg.split("=", 1)[1])
-    return out
-
-
-def option_value(argv: list[str], name: str) -> str | None:
-    """The last value of ``--name V`` / ``--name=V`` in ``argv`` (``None`` when absent)."""
-    value = None
-    for i, arg in enumerate(argv):
-        if arg == f"--{name}" and i + 1 < len(argv):
-            value = argv[i + 1]
-        elif arg.startswith(f"--{name}="):
-            value = arg.split("=", 1)[1]
-    return value
-
-
-def config_files(argv: list[str]) -> list[Path]:
-    """The config files named by ``--config`` in ``argv`` (already resolved by :func:`expand_configs`)."""
-    files = []
-    for i, arg in enumerate(argv):
-        if arg == "--config" and i + 1 < len(argv):
-            files.append(Path(argv[i + 1]))
-        elif arg.startswith("--config="):
-            files.append(Path(arg.split("=", 1)[1]))
-    return [f for f in files if f.is_file()]
-
-
 def sets_optimizer_lr(argv: list[str], configs: list[dict[str, Any]]) -> bool:
     """Whether the command line or a config sets the learning rate of an injected ``--optimizer``."""
     if any(re.match(r"--optimizer(\.init_args)?\.lr(=|$)", a) for a in argv):
@@ -95,38 +43,91 @@ def _newest(paths: list[Path]) -> Path | None:
     return max(paths, key=lambda p: p.stat().st_mtime, default=None)
 
 
-def find_checkpoint(root: str | Path, which: str) -> Path:
-    """``last.ckpt`` or the best checkpoint of the newest run under ``root`` (the trainer's ``default_root_dir``)."""
+def short_name(class_path: Any) -> str | None:
+    """``ConFair`` for ``faircl.methods.ConFair`` / ``ConFair`` / ``{class_path: ...}``; None when not a name."""
+    if isinstance(class_path, dict):
+        class_path = class_path.get("class_path")
+    return class_path.rsplit(".", 1)[-1] if isinstance(class_path, str) and class_path else None
+
+
+def run_classes(run_dir: Path) -> tuple[str | None, str | None]:
+    """(method, datamodule) class names of the ``fit`` run whose folder is ``run_dir``, read from its
+    ``config.yaml`` (the method alone from ``last.ckpt``'s hyper-parameters when the config is absent)."""
+    model = data = None
+    cfg_path = run_dir / "config.yaml"
+    if cfg_path.is_file():
+        try:
+            cfg = read_config(cfg_path)
+        except CLIError:
+            cfg = {}
+        model, data = short_name(cfg.get("model")), short_name(cfg.get("data"))
+    if model is None:
+        lasts = sorted((run_dir / "checkpoints").glob("last*.ckpt"))
+        if lasts:
+            try:
+                hp = check_checkpoint(lasts[-1]).get("hyper_parameters") or {}
+                model = short_name(hp.get("_class_path"))
+            except CheckpointError:
+                pass
+    return model, data
+
+
+def _runs(root: Path) -> list[Path]:
+    """Run folders under ``root``: the folders that hold a ``checkpoints/`` folder with a checkpoint, newest first
+    (by their newest checkpoint)."""
+    if not root.is_dir():
+        return []
+    runs = {}
+    for ck in root.rglob("checkpoints"):
+        files = [p for p in ck.glob("*.ckpt") if p.is_file()] if ck.is_dir() else []
+        if files:
+            runs[ck.parent] = max(p.stat().st_mtime for p in files)
+    return sorted(runs, key=runs.get, reverse=True)
+
+
+def _describe(model: str | None, data: str | None) -> str:
+    return f"{model or 'any method'} on {data or 'any data'}"
+
+
+def find_checkpoint(root: str | Path, which: str, model: str | None = None, data: str | None = None) -> Path:
+    """``last.ckpt`` or the best checkpoint of the newest ``fit`` run of ``model`` on ``data`` under ``root`` (the
+    trainer's ``default_root_dir``; ``None`` matches any class).
+
+    A run is a folder holding ``checkpoints/``; its classes come from its ``config.yaml``. Only the newest matching
+    run is searched: a run that kept no best checkpoint is refused, never replaced by an older run's file.
+    """
     root = Path(root)
-    lasts = [p for p in root.rglob("last*.ckpt") if p.parent.name == "checkpoints"] if root.is_dir() else []
-    newest_last = _newest(lasts)
-    if which == "last":
-        if newest_last is None:
-            raise CLIError(f"--ckpt_path last: no checkpoints/last.ckpt under {str(root)!r} (the trainer's "
-                           "default_root_dir); run `faircl fit` with the same config and default_root_dir first, or "
-                           "pass --ckpt_path <file.ckpt>")
-        return newest_last
-    bests = [p for p in root.rglob("best*.ckpt") if p.parent.name == "checkpoints"] if root.is_dir() else []
-    if newest_last is not None:
-        same_run = [p for p in bests if p.parent == newest_last.parent]
-        if same_run:
-            return _newest(same_run)
-    if bests:
-        return _newest(bests)
-    hint = " (the newest run kept only last.ckpt: use --ckpt_path last)" if newest_last is not None else ""
-    raise CLIError(f"--ckpt_path best: no checkpoints/best-*.ckpt under {str(root)!r} (the trainer's "
-                   f"default_root_dir){hint}; run `faircl fit` with the same config and default_root_dir first, or "
-                   "pass --ckpt_path <file.ckpt>")
+    what = _describe(model, data)
+    runs = _runs(root)
+    match = [r for r in runs if all(want is None or got is None or want == got
+                                    for want, got in zip((model, data), run_classes(r)))]
+    if not match:
+        others = sorted({_describe(*run_classes(r)) for r in runs})
+        seen = f" (the runs there: {'; '.join(others[:4])})" if others else ""
+        raise CLIError(f"--ckpt_path {which}: no run of {what} with checkpoints under {str(root)!r} (the trainer's "
+                       f"default_root_dir){seen}; run `faircl fit` with the same config first, or pass "
+                       "--ckpt_path <file.ckpt>")
+    run = match[0]
+    pattern = "last*.ckpt" if which == "last" else "best*.ckpt"
+    found = _newest([p for p in (run / "checkpoints").glob(pattern) if p.is_file()])
+    if found is None:
+        hint = ("it kept only last.ckpt (its monitored metric was never logged?): use --ckpt_path last"
+                if which == "best" else "it has no last.ckpt")
+        raise CLIError(f"--ckpt_path {which}: the newest run of {what} under {str(root)!r} ({str(run)!r}) has no "
+                       f"{which} checkpoint; {hint}, or pass --ckpt_path <file.ckpt>")
+    return found
 
 
-def resolve_ckpt_path(value: str | None, root: str | Path, explicit_untrained: bool) -> str | None:
-    """The checkpoint file a ``fit`` / ``test`` / ``predict`` loads (``None`` = the current weights)."""
+def resolve_ckpt_path(value: str | None, root: str | Path, explicit_untrained: bool, model: str | None = None,
+                      data: str | None = None) -> str | None:
+    """The checkpoint file a ``fit`` / ``test`` / ``predict`` loads (``None`` = the current weights); ``best`` /
+    ``last`` come from the newest run of ``model`` on ``data`` (:func:`find_checkpoint`)."""
     if explicit_untrained:
         return None
     if value is None:
         value = "best"
     if value in ("best", "last"):
-        return str(find_checkpoint(root, value))
+        return str(find_checkpoint(root, value, model, data))
     path = Path(value).expanduser()
     if not path.is_file():
         raise CLIError(f"--ckpt_path {value!r}: no such checkpoint file (or use best | last | none)")
@@ -154,3 +155,98 @@ def guard_outputs(directory: str | Path | None, names: tuple[str, ...], overwrit
         raise CLIError(f"{str(directory)!r} already holds {', '.join(existing)} of an earlier run; pass --overwrite "
                        "to replace them, or choose another --trainer.default_root_dir (with a logger, every run gets "
                        "its own version folder)")
+
+
+def config_filename(subcommand: str, has_logger: bool) -> str:
+    """The config file a command writes: ``config.yaml`` in its own version folder when a logger makes one;
+    without a logger every command shares ``default_root_dir``, so each keeps its own file (``config.yaml`` for
+    ``fit``, ``config.<command>.yaml`` otherwise) and a ``test`` never touches the ``fit`` config."""
+    return "config.yaml" if has_logger or subcommand == "fit" else f"config.{subcommand}.yaml"
+
+
+LINKED = ("num_classes", "num_groups", "input_dim")
+
+
+def linked_values_given(argv: list[str], configs: list[tuple[Path, dict[str, Any]]]) -> dict[str, tuple[Any, str]]:
+    """The values the user gave for the arguments the CLI links from the data into the model (``num_classes``,
+    ``num_groups``, ``input_dim``): ``{name: (value, where)}``, the command line winning over configs."""
+    given: dict[str, tuple[Any, str]] = {}
+    for path, cfg in configs:
+        node = cfg.get("model") if isinstance(cfg, dict) else None
+        if isinstance(node, dict):
+            init = node.get("init_args") if isinstance(node.get("init_args"), dict) else node
+            for name in LINKED:
+                if name in init and init[name] is not None:
+                    given[name] = (init[name], f"model.init_args.{name}: {init[name]} in {str(path)!r}")
+    for name in LINKED:
+        for key in (f"model.init_args.{name}", f"model.{name}"):
+            value = option_value(argv, key)
+            if value is not None:
+                given[name] = (value, f"--{key} {value}")
+    return given
+
+
+def check_linked(given: dict[str, tuple[Any, str]], data: Any, origin: str = "") -> None:
+    """Refuse a linked argument whose given value differs from the datamodule's (``CLIError`` naming both)."""
+    for name, (value, where) in given.items():
+        have = getattr(data, name, None)
+        try:
+            same = have is None or int(value) == int(have)
+        except (TypeError, ValueError):
+            same = False
+        if not same:
+            raise CLIError(f"{where}{origin} disagrees with the data: {type(data).__name__} has {name}={have}, and the "
+                           f"model takes {name} from the data; leave it out, or change the data")
+
+
+def checkpoint_class(ckpt: dict[str, Any]) -> str | None:
+    """The import path of the method class stored in a checkpoint written by ``faircl fit`` (``None`` if unknown)."""
+    hp = ckpt.get("hyper_parameters") or {}
+    value = hp.get("_class_path") if isinstance(hp, dict) else None
+    return value if isinstance(value, str) else None
+
+
+class CarryBest(Callback):
+    """On ``fit --ckpt_path``, keep the best checkpoint of the *whole* run, not only of the resumed epochs.
+
+    A resumed run writes into a new folder, where Lightning forgets the best score of the checkpoint's run
+    ("best_model_score won't be reloaded"). This callback copies that run's best file into the new folder and restores
+    its score into the checkpoint callback, so a later epoch replaces it only when it is better.
+    """
+
+    def __init__(self, resumed_from: str | Path) -> None:
+        self.resumed_from = Path(resumed_from)
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        cb = trainer.checkpoint_callback
+        if not isinstance(cb, ModelCheckpoint) or not cb.dirpath or cb.save_top_k != 1 or cb.monitor is None:
+            return
+        state = _stored_best(self.resumed_from, cb)
+        if state is None:
+            return
+        old, score = state
+        target = Path(cb.dirpath) / old.name
+        if Path(old).resolve() != target.resolve():
+            if trainer.is_global_zero:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(old, target)
+            trainer.strategy.barrier()
+        score_t = torch.tensor(float(score))
+        cb.best_k_models = {str(target): score_t}
+        cb.kth_best_model_path = cb.best_model_path = str(target)
+        cb.best_model_score = cb.kth_value = score_t
+
+
+def _stored_best(resumed_from: Path, cb: ModelCheckpoint) -> tuple[Path, float] | None:
+    """(file, score) of the best checkpoint recorded in ``resumed_from`` for a callback like ``cb``, if it exists."""
+    try:
+        callbacks = load_checkpoint(resumed_from).get("callbacks") or {}
+    except CheckpointError:
+        return None
+    for key, st in callbacks.items():
+        if not (isinstance(st, dict) and str(key).startswith(type(cb).__name__) and st.get("monitor") == cb.monitor):
+            continue
+        path, score = st.get("best_model_path"), st.get("best_model_score")
+        if path and score is not None and Path(path).is_file():
+            return Path(path), float(score)
+    return None

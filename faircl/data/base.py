@@ -16,7 +16,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler, default_co
 
 from faircl.data import samplers
 from faircl.data.batches import FetchedRows, collate_rows
-from faircl.data.io import UNKNOWN_VALUES, DataError, is_unknown, located
+from faircl.data.io import UNKNOWN_VALUES, DataError, category_key, is_unknown, located, sorted_categories
 from faircl.data.summary import print_count_table
 
 __all__ = ["DataError", "FairDataModule", "FairDataset", "FetchedRows", "collate_rows", "encode_groups", "SPLITS",
@@ -57,9 +57,9 @@ def encode_groups(
         raise ValueError("encode_groups: attribute columns have different lengths")
     unknown = tuple(unknown)
     if categories is None:
-        categories = [sorted({str(v).strip() for v in col if not is_unknown(v, unknown)}) for col in columns]
+        categories = [sorted_categories(category_key(v) for v in col if not is_unknown(v, unknown)) for col in columns]
     else:
-        categories = [[str(c).strip() for c in cats] for cats in categories]
+        categories = [[category_key(c) for c in cats] for cats in categories]
     lookup = [{c: i for i, c in enumerate(cats)} for cats in categories]
     sizes = [len(c) for c in categories]
     ids = np.full(n, -1, dtype=np.int64)
@@ -70,7 +70,7 @@ def encode_groups(
             if is_unknown(v, unknown):
                 gid = -1
                 break
-            key = str(v).strip()
+            key = category_key(v)  # 1, 1.0 and " 1" are one group, as they are one class in a label column
             if key not in lk:
                 raise DataError(f"attribute value {v!r} at row {r} is not one of the known categories {list(lk)}")
             gid = gid * size + lk[key]

@@ -119,6 +119,22 @@ def _canonical(f: float) -> str:
     return str(int(f)) if f == int(f) else repr(f)
 
 
+def category_key(value: Any) -> str:
+    """The key of an attribute (or label) cell: numerically equal spellings are one key (``1``, ``1.0``, `` 1 ``,
+    ``1e0`` → ``"1"``; non-integers their shortest ``repr``), any other cell its stripped text."""
+    text = str(value).strip()
+    num = _number(text)
+    return text if num is None else _canonical(num)
+
+
+def sorted_categories(keys: Any) -> list[str]:
+    """Distinct category keys in group order: by value when every key is a number, else as strings."""
+    keys = set(keys)
+    if keys and all(_number(k) is not None for k in keys):
+        return sorted(keys, key=float)
+    return sorted(keys)
+
+
 def label_values(values: Sequence[Any], locate: Any = None) -> tuple[list[str], bool]:
     """Label cells as class keys: ``(keys, numeric)``.
 

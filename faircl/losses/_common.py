@@ -99,7 +99,10 @@ def contrastive_terms(
         sums = zf.new_zeros(num_ids + 1, zf.shape[1]).index_add(0, ids_ok, zf)
         counts = torch.bincount(ids_ok, minlength=num_ids + 1)
         num_pos = torch.where(key_ok, counts[ids_ok] - 1, 0)
-        pos_logit_sum = (zf * (sums[ids_ok] - zf)).sum(dim=1) * (1.0 / temperature)
+        # index_select, not sums[ids_ok]: the backward of indexing with repeated rows adds with atomic float
+        # operations on several CPU threads (a different order, and different last bits, on every run); the
+        # backward of index_select is a serial index_add.
+        pos_logit_sum = (zf * (sums.index_select(0, ids_ok) - zf)).sum(dim=1) * (1.0 / temperature)
         terms = num_pos.to(lse.dtype) * lse - torch.where(key_ok, pos_logit_sum, 0.0)
         terms = torch.where(num_pos > 0, terms, 0.0)
     return terms, num_pos

@@ -129,14 +129,17 @@ class MarginLoss(nn.Module):
             labels = check_ids("labels", labels, size=z.shape[0])
             if labels.numel() and int(labels.max()) >= self.beta.shape[0]:
                 raise ValueError(f"`labels` must be < num_classes={self.beta.shape[0]} for a per-class β, got {int(labels.max())}")
-            beta = self.beta[labels[a]]
+            beta = self.beta.index_select(0, labels[a])  # repeated rows: a deterministic backward
         else:
             beta = self.beta.expand(a.shape[0])
         with full_precision(z.device.type):
             d = pairwise_distances(z, self.normalize)
             beta = beta.to(d.dtype)
-            pos = F.relu(d[a, p] - beta + self.margin)
-            neg = F.relu(beta - d[a, n] + self.margin)
+            # Triplets repeat (anchor, positive) and (anchor, negative) pairs: gather from the flat matrix with
+            # index_select, whose backward is a serial (deterministic) index_add on CPU.
+            flat, width = d.reshape(-1), d.shape[1]
+            pos = F.relu(flat.index_select(0, a * width + p) - beta + self.margin)
+            neg = F.relu(beta - flat.index_select(0, a * width + n) + self.margin)
         active = ((pos > 0).sum() + (neg > 0).sum()).to(pos.dtype)
         loss = (pos + neg).sum() / active.clamp(min=1) if a.numel() else _zero(z) + 0.0 * self.beta.sum()
         if self.nu:

@@ -104,7 +104,8 @@ def _label_positive_terms(
     counts = torch.bincount(ids_k, minlength=slots + 1)
     num_pos_k = torch.where(ok_k, counts[ids_k] - 1, 0)
     ids_q, ok_q, num_pos = ids_k[idx], ok_k[idx], num_pos_k[idx]
-    pos = (zq * (sums[ids_q] - zq)).sum(dim=1) * (1.0 / temperature)
+    # index_select, not sums[ids_q]: a deterministic backward for repeated rows (see losses/_common.py)
+    pos = (zq * (sums.index_select(0, ids_q) - zq)).sum(dim=1) * (1.0 / temperature)
     terms = num_pos.to(lse.dtype) * lse - torch.where(ok_q, pos, 0.0)
     return torch.where(num_pos > 0, terms, 0.0), num_pos, num_pos_k
 
@@ -306,8 +307,8 @@ def nt_xent_streaming(
             num_examples, dtype=torch.long, device=device
         )
         if pairs.numel():
-            extra_sum = zk.new_zeros(num_examples, zk.shape[1]).index_add(0, pairs[:, 0], view_sum[pairs[:, 1]])
-            pos_vec = zq[partner] + extra_sum[example_q]
+            extra_sum = zk.new_zeros(num_examples, zk.shape[1]).index_add(0, pairs[:, 0], view_sum.index_select(0, pairs[:, 1]))
+            pos_vec = zq.index_select(0, partner) + extra_sum.index_select(0, example_q)
         else:
             pos_vec = zq[partner]
         num_pos = 1 + 2 * degree[example_q]

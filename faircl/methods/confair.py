@@ -19,7 +19,8 @@ class ConFair(FairModule):
     """``L_* = α·L_ce + β·(L_scl − λ_fcl·L_fcl)`` on single-view batches (Shen et al. 2021, eq. 3).
 
     ``L_scl`` is SupCon with the task label, ``L_fcl`` SupCon with the protected attribute; both act on
-    ``z = l2(h)``, the L2-normalised encoder output (Shen: the tanh hidden layer of ``Enc``; no extra parameters).
+    ``z = l2(h)``, the L2-normalised encoder output (Shen: the tanh hidden layer of ``Enc``; no extra parameters),
+    or on ``h`` itself with ``normalize=False`` (fairlib).
     Subtracting ``L_fcl`` pushes apart instances that share the attribute, mixing the groups.
 
     With ``pipeline=True`` this is ``Con_*^ft``: stage ``contrastive`` trains the encoder with ``L_scl − L_fcl``
@@ -39,6 +40,8 @@ class ConFair(FairModule):
         fcl_conditioning: ``none`` (the paper) or ``class`` (``L_fcl`` within each class, then averaged — the
             authors' equalized-odds flavour used on some datasets).
         reduction: SupCon reduction, ``mean`` (the paper) or ``confair`` (the authors' code, ``1/(1+|P(i)|)``).
+        normalize: the contrastive terms see ``l2(h)`` (``True``: Shen et al.'s code, the default) or the raw
+            tanh hidden layer ``h`` (``False``: fairlib's FCL, ``model.hidden()``, the version most users run).
         pipeline: train ``Con_*^ft`` instead of the end-to-end ``Con_*``.
         stage1_epochs: epochs of the contrastive stage when ``pipeline=True``.
         **kwargs: :class:`~faircl.methods.base.FairModule` arguments (``gather_distributed``, ``grad_cache_chunk``,
@@ -54,6 +57,7 @@ class ConFair(FairModule):
         lambda_fcl: float = 1.0,
         fcl_conditioning: Literal["none", "class"] = "none",
         reduction: Literal["mean", "confair"] = "mean",
+        normalize: bool = True,
         pipeline: bool = False,
         stage1_epochs: int = 5,
         **kwargs: Any,
@@ -72,10 +76,12 @@ class ConFair(FairModule):
         self.alpha, self.beta, self.lambda_fair = alpha, beta, lambda_fair  # alpha, beta: derived from λ when given
         self.temperature, self.lambda_fcl = temperature, lambda_fcl
         self.fcl_conditioning, self.reduction = fcl_conditioning, reduction
+        self.normalize = bool(normalize)
         self.pipeline, self.stage1_epochs = pipeline, stage1_epochs
 
     def embed_heads(self, h: torch.Tensor) -> dict[str, torch.Tensor]:
-        return {"z": F.normalize(h if h.dtype == torch.float64 else h.float(), dim=-1)}
+        h = h if h.dtype == torch.float64 else h.float()
+        return {"z": F.normalize(h, dim=-1) if self.normalize else h}
 
     def stage_epochs(self) -> list[tuple[str, int | None]]:
         if self.pipeline:

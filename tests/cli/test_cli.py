@@ -72,9 +72,9 @@ def test_main_returns_exit_codes(in_tmp, capsys):
 
 def test_untrained_weights_only_on_request(in_tmp):
     args = ["--model", "CE", "--data", "BiasedFeatures", *TINY, f"--trainer.default_root_dir={in_tmp}"]
-    with pytest.raises(CLIError, match=r"--ckpt_path best: no checkpoints/best-\*\.ckpt under"):
+    with pytest.raises(CLIError, match=r"--ckpt_path best: no run of CE on BiasedFeatures with checkpoints under"):
         run_cli(["test", *args])
-    with pytest.raises(CLIError, match=r"--ckpt_path last: no checkpoints/last.ckpt"):
+    with pytest.raises(CLIError, match=r"--ckpt_path last: no run of CE on BiasedFeatures"):
         run_cli(["test", *args, "--ckpt_path", "last"])
     run_cli(["test", *args, "--ckpt_path", "none"])
     report = json.loads(next(in_tmp.rglob("report.json")).read_text())

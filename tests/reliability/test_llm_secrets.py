@@ -149,3 +149,36 @@ def test_url_credentials_become_basic_auth_and_never_show(servers):
     no_secret(str(info.value))
     assert srv.seen[0][1]["Authorization"].startswith("Basic ")
     no_secret(repr(backend(srv.url)))
+
+
+def _encodings(secret: str) -> list[str]:
+    import base64
+    import urllib.parse
+
+    raw = secret.encode()
+    b64 = [base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()]
+    return [secret, urllib.parse.quote(secret, safe=""), *b64, *(b.rstrip("=") for b in b64)]
+
+
+@pytest.mark.parametrize("echo", ["header", "decoded_header", "long_body"])
+def test_echoed_basic_auth_header_is_redacted_in_every_encoding(servers, echo):
+    """A server that echoes the Basic ``Authorization`` header (base64 of ``user:password``), with or without its
+    padding, or past the first 200 characters of its reply, leaks neither the userinfo nor any encoding of it."""
+    def reply(r):
+        token = r.headers["Authorization"].split(" ", 1)[1]
+        body = {"header": f"you sent Basic {token}", "decoded_header": f"token={token.rstrip('=')}",
+                "long_body": "x" * 190 + token}[echo]
+        return 403, {}, body.encode()
+
+    srv = servers(reply)
+    b = backend(srv.url.replace("http://", f"http://alice:{PASSWORD}@"), api_key="")
+    with pytest.raises(LLMError, match="403") as info:
+        b.complete([{"role": "user", "content": "x"}])
+    message = str(info.value)
+    for secret in (f"alice:{PASSWORD}", PASSWORD):
+        for form in _encodings(secret):
+            assert form not in message, (form, message)
+    import base64
+
+    token = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+    assert token[:8] not in message, message  # not even a prefix cut at the 200-character limit

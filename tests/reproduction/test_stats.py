@@ -1,4 +1,4 @@
-"""The paired-seed statistics and verdict rule of the fairness benchmarks (benchmarks/_stats.py)."""
+"""benchmarks/_stats.py: the results files' adapter to faircl.eval.compare (one implementation of the rule)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import _stats as S  # noqa: E402
+
+from faircl.eval import compare as C  # noqa: E402
 
 
 def test_t_interval_matches_the_textbook_formula():
@@ -29,69 +32,43 @@ def test_t_interval_matches_the_textbook_formula():
         S.t_interval([0.1, float("nan")])
 
 
-def test_paired_difference_uses_per_seed_differences():
-    base = [0.50, 0.60, 0.70]
-    meth = [0.48, 0.581, 0.679]  # a constant-ish drop hidden by a large between-seed spread
+def test_paired_difference_is_the_library_s_paired_t_test():
+    base, meth = [0.50, 0.60, 0.70], [0.48, 0.581, 0.679]
     iv = S.paired_difference(meth, base)
-    assert iv.mean == pytest.approx(-0.02)
-    assert iv.hi < 0  # pairing removes the seed effect
-    assert not (S.t_interval(meth).hi < S.t_interval(base).lo)  # unpaired intervals overlap
+    d = np.subtract(meth, base)
+    assert iv.mean == pytest.approx(-0.02) and iv.hi < 0
+    assert (iv.lo, iv.hi) == pytest.approx(stats.t.interval(0.95, 2, loc=d.mean(), scale=stats.sem(d)))
     with pytest.raises(ValueError, match="paired"):
         S.paired_difference([0.1], [0.1, 0.2])
 
 
-BASE_GAP = [0.10, 0.12, 0.11, 0.13]
-BASE_ACC = [0.80, 0.81, 0.79, 0.80]
+BASE = [0.30, 0.28, 0.35, 0.31, 0.29]
+UTIL = [0.80, 0.81, 0.79, 0.80, 0.82]
 
 
-def test_holds():
-    v = S.judge(BASE_GAP, [0.05, 0.06, 0.05, 0.07], BASE_ACC, [0.79, 0.80, 0.79, 0.79], constant_acc=0.6,
-                method_majority_share=[0.6] * 4)
-    assert v.verdict == "holds" and v.effect.hi < 0
+def test_summary_table_decides_the_family_together():
+    strong = S.summary_claim("strong", BASE, [0.20, 0.18, 0.25, 0.21, 0.19], UTIL, UTIL, paper_effect=-0.045)
+    border = S.summary_claim("border", BASE, [0.28, 0.27, 0.31, 0.29, 0.28], UTIL, UTIL, paper_effect=-0.045)
+    alone = S.summary_table([("toy", border)])
+    assert alone[0] == S.SUMMARY_HEADER[0] and alone[0].startswith("| claim | protocol | paper effect |")
+    assert "**holds**" in alone[2] and "| -4.5 |" in alone[2]
+    rows = S.summary_table([("toy", strong), ("toy", border), ("toy", S.summary_claim("x", BASE, BASE, UTIL, UTIL)),
+                            ("toy", S.summary_claim("y", BASE, BASE, UTIL, UTIL))])
+    assert "**holds**" in rows[2] and "**holds**" not in rows[3]  # Holm over the four claims
+    p = stats.ttest_rel([0.28, 0.27, 0.31, 0.29, 0.28], BASE).pvalue
+    assert f"| {min(1, 3 * p):.3g} |" in rows[3] or f"| {min(1, 4 * p):.3g} |" in rows[3]
 
 
-def test_does_not_hold_when_accuracy_falls_or_gap_does_not():
-    v = S.judge(BASE_GAP, [0.05, 0.06, 0.05, 0.07], BASE_ACC, [0.70, 0.72, 0.71, 0.70], constant_acc=0.6)
-    assert v.verdict == "does not hold" and "accuracy" in v.reason
-    v = S.judge(BASE_GAP, [0.11, 0.10, 0.13, 0.12], BASE_ACC, BASE_ACC, constant_acc=0.6)
-    assert v.verdict == "does not hold" and "gap" in v.reason
+def test_rows_escape_pipes_and_say_when_bias_is_not_checked():
+    row = S.summary_table([("p|q", S.summary_claim("lowers |d|", BASE, BASE, UTIL, UTIL))])[2]
+    assert "lowers \\|d\\|" in row and "p\\|q" in row and "not checked" in row
+    assert row.count(" | ") == 8
 
 
-def test_untestable_when_no_gap_or_baseline_at_constant_level():
-    v = S.judge([0.01, 0.0, 0.02, 0.0], [0.0] * 4, BASE_ACC, BASE_ACC, constant_acc=0.6)
-    assert v.verdict == "untestable" and "includes 0" in v.reason
-    v = S.judge(BASE_GAP, [0.0] * 4, [0.6, 0.61, 0.59, 0.6], [0.6] * 4, constant_acc=0.6)
-    assert v.verdict == "untestable" and "constant" in v.reason
-    v = S.judge([0.1], [0.0], [0.9], [0.9], constant_acc=0.5)  # one seed: nothing is testable
-    assert v.verdict == "untestable"
-    # leakage: the gap is measured above chance
-    v = S.judge([0.51, 0.50, 0.52, 0.49], [0.5] * 4, BASE_ACC, BASE_ACC, constant_acc=0.6, reference=0.5)
-    assert v.verdict == "untestable"
-
-
-def test_untestable_when_the_baseline_is_nearly_constant():
-    """A baseline that gives one class to 98% of rows has small gaps because it hardly discriminates at all."""
-    v = S.judge(BASE_GAP, [0.0] * 4, BASE_ACC, BASE_ACC, constant_acc=0.6, baseline_majority_share=[0.98] * 4)
-    assert v.verdict == "untestable" and "baseline predicts one class for 98%" in v.reason
-    v = S.judge(BASE_GAP, [0.0] * 4, BASE_ACC, BASE_ACC, constant_acc=0.6, baseline_majority_share=[0.6] * 4)
-    assert v.verdict == "holds"
-
-
-def test_degenerate_method():
-    v = S.judge(BASE_GAP, [0.0] * 4, BASE_ACC, [0.79] * 4, constant_acc=0.6, method_majority_share=[0.99] * 4)
-    assert v.verdict == "degenerate"
+def test_bias_and_degenerate_reach_the_verdict():
+    null = C.BiasTest(0.05, 0.08, 0.04, 0.3)
+    v = S.summary_table([("t", S.summary_claim("c", BASE, [0.1] * 5, UTIL, UTIL, bias=[null]))])[2]
+    assert "**untestable**" in v and "test 5.0 (null 95%: 8.0)" in v
+    deg = S.summary_claim("c", BASE, [0.1] * 5, UTIL, UTIL, method_degenerate=["constant"] * 5)
+    assert "**degenerate**" in S.summary_table([("t", deg)])[2]
     assert S.majority_share([1, 1, 1, 0]) == pytest.approx(0.75)
-
-
-def test_summary_table_row():
-    v = S.judge(BASE_GAP, [0.05, 0.06, 0.05, 0.07], BASE_ACC, [0.79, 0.80, 0.79, 0.79], constant_acc=0.6)
-    rows = S.summary_table([("M lowers the gap", "toy", v)])
-    assert rows[0].startswith("| claim | protocol | baseline gap | method effect ± 95% CI | accuracy change")
-    assert rows[2].startswith("| M lowers the gap | toy | 11.5 ± ") and "**holds**" in rows[2]
-    assert "-5.8 ± " in rows[2]
-
-
-def test_summary_row_escapes_pipes():
-    v = S.judge([0.1], [0.0], [0.9], [0.9], constant_acc=0.5)
-    row = S.summary_row("lowers |d|", "p", v)
-    assert row.count(" | ") == 5 and "lowers \\|d\\|" in row

@@ -14,6 +14,7 @@ import torch.distributed as dist
 
 from faircl.data import BiasedFeatures
 from faircl.methods import CE
+from faircl.utils import end_distributed
 
 
 def build(sampler: str):
@@ -44,6 +45,7 @@ def main(sampler: str, out: str) -> None:
         report = {k: (v if math.isfinite(v) else None) for k, v in model.test_report.items()}
         with open(out, "w") as f:
             json.dump({"report": report, "ranks": gathered, "world": trainer.world_size}, f)
+    end_distributed()  # wait for both ranks, then close the process group: no thread is torn down unjoined
 
 
 if __name__ == "__main__":

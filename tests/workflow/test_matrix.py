@@ -36,7 +36,7 @@ def _args(command: str, method: str, data: str, root) -> list[str]:
             "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
             "--trainer.accelerator", "cpu"]
     if command == "test":
-        args.append("--overwrite")  # the test run's config.yaml replaces the fit run's in the same folder
+        args.append("--overwrite")  # test keeps its own config.test.yaml beside the fit run's config.yaml
     if METHODS[method].requires_views:
         args += ["--data.init_args.two_views", "true"]
     return args

@@ -136,11 +136,18 @@ class OpenAIChatBackend:
         return f"{type(self).__name__}(base_url={self.base_url!r}, model={self.model!r}, api_key={key!r})"
 
     def _secrets(self) -> list[str]:
+        """The key, the URL's ``user:password`` and each part, as sent and in every encoding a server may echo:
+        URL-quoted, JSON-escaped and base64 (standard and URL-safe, with and without padding: the Basic
+        ``Authorization`` header carries ``base64(user:password)``)."""
         out = []
         for secret in (self.api_key, self._userinfo, *(self._userinfo or "").split(":", 1)):
             if secret and len(secret) >= 4:
                 out += [secret, urllib.parse.quote(secret, safe=""), json.dumps(secret)[1:-1]]
-        return sorted(set(out), key=len, reverse=True)
+                raw = secret.encode("utf-8")
+                for encoded in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
+                    text = encoded.decode("ascii")
+                    out += [text, text.rstrip("="), urllib.parse.quote(text, safe="")]
+        return sorted({o for o in out if len(o) >= 4}, key=len, reverse=True)
 
     def redact(self, text: str) -> str:
         """``text`` with every occurrence of the key or the URL credentials replaced by ``[REDACTED]``."""
@@ -193,7 +200,7 @@ class OpenAIChatBackend:
                     raise LLMError(f"{url}: HTTP {e.code} redirect to {_origin(target)} not followed (the request "
                                    "carries credentials); set base_url to the final endpoint") from None
                 if e.code != 429 and e.code < 500:
-                    detail = self.redact(e.read()[:200].decode("utf-8", "replace"))
+                    detail = self.redact(e.read().decode("utf-8", "replace"))[:200]  # redact, then cut
                     raise LLMError(f"{url}: HTTP {e.code} {e.reason}: {detail!r}") from None
                 last_error = f"HTTP {e.code}"
                 retry_after = e.headers.get("Retry-After") if e.headers else None

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from faircl.data.base import encode_groups
-from faircl.data.io import (SPLIT_ALIASES, UNKNOWN_VALUES, DataError, is_unknown, label_values, read_table,
-                            require_columns, require_path, stratified_split, texts_of, where)
+from faircl.data.io import (SPLIT_ALIASES, UNKNOWN_VALUES, DataError, category_key, is_unknown, label_values,
+                            read_table, require_columns, require_path, sorted_categories, stratified_split, texts_of, where)
 from faircl.data.text.base import RawSplit, TextDataModule
 
 __all__ = ["TextCSV"]
@@ -155,17 +155,17 @@ class TextCSV(TextDataModule):
         # attribute categories over all tables, so ids agree across splits
         unknown = [u.lower() for u in self.unknown_values]
         if self.attribute_categories is not None:
-            cats = [[str(c) for c in cs] for cs in self.attribute_categories]
+            cats = [[category_key(c) for c in cs] for cs in self.attribute_categories]
             if len(cats) != len(self.attribute_columns):
                 raise ValueError(f"attribute_categories has {len(cats)} lists for {len(self.attribute_columns)} "
                                  "attribute columns")
         else:
             cats = []
             for j in range(len(self.attribute_columns)):
-                seen = {str(v).strip() for tables in parsed.values() for _, _, _, attrs, _ in tables
-                        for v in attrs[j] if not is_unknown(v, unknown)}
-                numeric = all(v.lstrip("-").replace(".", "", 1).isdigit() for v in seen)
-                cats.append(sorted(seen, key=(lambda v: float(v)) if numeric else None))
+                # numerically equal spellings (0, 0.0, " 0") are one group, as they are one class in the label column
+                cats.append(sorted_categories(category_key(v) for tables in parsed.values()
+                                              for _, _, _, attrs, _ in tables for v in attrs[j]
+                                              if not is_unknown(v, unknown)))
         allowed = [set(c) for c in cats]
         raw: dict[str, tuple[list[str], np.ndarray, np.ndarray, list[str], list[str] | None]] = {}
         for split, tables in parsed.items():
@@ -173,7 +173,7 @@ class TextCSV(TextDataModule):
             for p, texts, labels, attrs, sp in tables:
                 for j, c in enumerate(self.attribute_columns):
                     for r, v in enumerate(attrs[j]):
-                        if not is_unknown(v, unknown) and str(v).strip() not in allowed[j]:
+                        if not is_unknown(v, unknown) and category_key(v) not in allowed[j]:
                             raise DataError(f"{where(p, c, r)}: value {v!r} is not one of {cats[j]}")
                 a, self.group_names = encode_groups(attrs, unknown=unknown, categories=cats)
                 texts_s += texts

@@ -1,0 +1,269 @@
+"""Deciding whether a fairness method changed a baseline's bias: permutation nulls, paired seed × row bootstrap,
+Holm–Bonferroni, non-inferiority of utility, degenerate classifiers and the minimum detectable effect.
+
+A *claim* reads "method M lowers the gap G of baseline B at little utility cost". It is decided from runs paired by
+seed (same seed = same data order, initialisation and test rows for both) in five steps:
+
+1. **Is there a bias to remove?** (:func:`permutation_null`) The baseline's gap, averaged over seeds, is compared
+   with the same predictions after permuting the attribute *within each label* (≥ 1,000 permutations, vectorised):
+   the null keeps every seed's accuracy and per-class prediction rates and breaks only the link between errors and
+   the attribute. The bias is real only if the observed gap exceeds the null's 95th percentile on the test split
+   **and** on the validation split (:func:`bias_is_real`). A bootstrap over test rows gives the observed gap's
+   interval. Leakage (a probe's accuracy for the attribute) is compared with the majority-group rate, the accuracy of
+   a constant guess (:func:`leakage_null`).
+2. **Did the method change it?** (:func:`paired_bootstrap`) Per seed, ``method − baseline`` on the same rows; its
+   variance adds the two levels of the seeds × rows design: the seeds' spread (the paired t-test's ``s² / S``) and
+   the test rows' sampling, from a bootstrap of the rows shared by every seed and both models. A Student-t interval
+   and p-value use Satterthwaite's degrees of freedom; without the rows' variance this is exactly the paired t-test.
+   From per-seed summary numbers only, :func:`paired_seed_comparison` is that paired t-test.
+3. **Holm–Bonferroni** (:func:`holm`) over every claim of one family (a results file) that has a p-value.
+4. **At what cost?** Utility is non-inferior only if the *lower bound* of its change's interval is ≥ −``margin``.
+5. **Is it a classifier at all?** (:func:`degenerate_seed`) Per seed, against the test split's own majority-class
+   rate and balanced accuracy.
+
+Verdicts (:data:`VERDICTS`, decided by :func:`decide`): **holds** (Holm-significant change in the claimed
+direction, utility non-inferior) · **contradicted** (Holm-significant change in the wrong direction) · **does not
+hold** (no significant change although the design could detect the paper's effect: minimum detectable effect ≤
+|paper effect|; or a significant change bought with a utility loss beyond the margin) · **inconclusive** (the minimum
+detectable effect exceeds the paper's effect, or the utility interval straddles the margin) · **untestable** (no
+bias beyond chance, or the baseline is degenerate) · **degenerate** (the method is no classifier on at least half
+of the seeds). All values are fractions (0.045 = 4.5 points); negative effects are reductions.
+
+Example (per-row predictions, e.g. the ``predictions.csv`` of ``faircl predict`` for each seed)::
+
+    from faircl.eval.compare import SplitPredictions, claim_from_predictions, decide
+
+    ev = claim_from_predictions("ConFair lowers GAP vs CE", SplitPredictions(y, a, ce_test_preds),
+                                SplitPredictions(y, a, confair_test_preds), SplitPredictions(y_val, a_val, ce_val_preds),
+                                metric="tpr_gap_rms", paper_effect=-0.045)
+    verdict, = decide([ev])          # verdict.verdict, verdict.reason, verdict.effect.fmt(), verdict.mde
+
+From per-seed summary numbers only (no null, no row bootstrap): ``paired_seed_comparison(baseline_by_seed,
+method_by_seed)`` gives the :class:`Effect` to put in a :class:`ClaimEvidence`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from faircl.eval.compare_stats import (GAP_METRICS, BiasTest, Effect, bias_is_real, confusion_from_rows,
+                                       gap_from_confusion, holm, leakage_null, minimum_detectable_effect,
+                                       paired_bootstrap, paired_seed_comparison, permutation_null)
+
+__all__ = ["BiasTest", "ClaimEvidence", "Effect", "GAP_METRICS", "VERDICTS", "Verdict", "bias_is_real",
+           "SplitPredictions", "VERDICT_HEADER", "claim_from_predictions", "confusion_from_rows", "decide",
+           "degenerate_by_seed", "degenerate_seed", "gap_from_confusion", "holm", "leakage_null",
+           "minimum_detectable_effect", "paired_bootstrap", "paired_seed_comparison", "permutation_null", "verdict_row"]
+
+VERDICTS = ("holds", "contradicted", "does not hold", "inconclusive", "untestable", "degenerate")
+
+
+# ------------------------------------------------------------------------------------------ is it a classifier?
+def degenerate_seed(top_share: float, balanced_accuracy: float, majority_rate: float, num_classes: int = 2,
+                    chance_margin: float = 0.05, share_margin: float | None = None) -> str | None:
+    """Why one seed's classifier is degenerate on a split, or ``None`` if it is not.
+
+    Args:
+        top_share: share of the split's rows given the most predicted class.
+        balanced_accuracy: balanced accuracy on the split.
+        majority_rate: share of the split's most frequent true class (a constant predictor's accuracy).
+        num_classes: classes (chance balanced accuracy is ``1 / C``).
+        chance_margin: balanced accuracy within this of chance is degenerate.
+        share_margin: a top-class share above ``majority_rate + share_margin`` is degenerate; default half the
+            distance from the majority rate to 1 (86% majority: 93%; balanced binary: 75%).
+
+    Returns:
+        A short reason or ``None``.
+    """
+    margin = (1 - majority_rate) / 2 if share_margin is None else share_margin
+    if balanced_accuracy <= 1 / num_classes + chance_margin:
+        return f"balanced accuracy {100 * balanced_accuracy:.1f} is within {100 * chance_margin:.0f} points of chance"
+    if top_share > majority_rate + margin:
+        return (f"gives one class to {100 * top_share:.0f}% of rows (majority class {100 * majority_rate:.0f}%, "
+                f"limit {100 * (majority_rate + margin):.0f}%)")
+    return None
+
+
+# ------------------------------------------------------------------------------------------ verdicts
+@dataclass(frozen=True)
+class ClaimEvidence:
+    """Everything one claim is decided from.
+
+    Attributes:
+        name: the claim, e.g. ``"Shen: ConFair lowers GAP vs CE"``.
+        effect: the metric's change (method − baseline); a reduction is claimed (negative = as claimed).
+        utility: the utility's change (accuracy or balanced accuracy; higher is better).
+        paper_effect: the change the paper reports (same units; ``None`` if it reports none).
+        bias: the baseline's bias tests (test and validation); empty = not checked.
+        baseline_degenerate, method_degenerate: per-seed reasons from :func:`degenerate_seed` (``None`` = fine).
+    """
+
+    name: str
+    effect: Effect
+    utility: Effect
+    paper_effect: float | None = None
+    bias: tuple[BiasTest, ...] = ()
+    baseline_degenerate: Sequence[str | None] = ()
+    method_degenerate: Sequence[str | None] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A decided claim: the verdict word, why, and the numbers beside it (fractions)."""
+
+    name: str
+    verdict: str
+    reason: str
+    effect: Effect
+    utility: Effect
+    paper_effect: float | None
+    p_holm: float
+    mde: float
+    bias: tuple[BiasTest, ...] = field(default=())
+
+
+def _majority(reasons: Sequence[str | None]) -> str | None:
+    bad = [r for r in reasons if r]
+    return f"{len(bad)}/{len(reasons)} seeds: {bad[0]}" if reasons and 2 * len(bad) >= len(reasons) else None
+
+
+def decide(claims: Sequence[ClaimEvidence], alpha: float = 0.05, margin: float = 0.02,
+           power: float = 0.8) -> list[Verdict]:
+    """Decide a family of claims (one results file) with Holm–Bonferroni over their p-values.
+
+    Args:
+        claims: the evidence of every claim of the family.
+        alpha: family-wise error rate.
+        margin: utility non-inferiority margin (fraction: 0.02 = 2 points).
+        power: power at which the minimum detectable effect is computed (at the Bonferroni level ``alpha / m``,
+            the strictest level Holm may test a claim at).
+
+    Returns:
+        One :class:`Verdict` per claim, in order.
+    """
+    p_holm = holm([c.effect.p_value for c in claims])
+    m = max(1, int(np.sum([math.isfinite(c.effect.p_value) for c in claims])))
+    out = []
+    for c, ph in zip(claims, p_holm):
+        mde = minimum_detectable_effect(c.effect, alpha / m, power)
+        v, why = _verdict(c, float(ph), mde, alpha, margin)
+        out.append(Verdict(c.name, v, why, c.effect, c.utility, c.paper_effect, float(ph), mde, tuple(c.bias)))
+    return out
+
+
+def _verdict(c: ClaimEvidence, ph: float, mde: float, alpha: float, margin: float) -> tuple[str, str]:
+    missing = [t.describe() for t in c.bias if not t.real]
+    if missing:
+        return "untestable", "no bias beyond chance: " + "; ".join(missing)
+    if (why := _majority(c.baseline_degenerate)) is not None:
+        return "untestable", f"the baseline is degenerate ({why})"
+    if (why := _majority(c.method_degenerate)) is not None:
+        return "degenerate", f"the method is degenerate ({why})"
+    paper = abs(c.paper_effect) if c.paper_effect is not None else math.nan
+    if ph < alpha and c.effect.mean > 0:
+        return "contradicted", f"the gap rises (Holm p {ph:.3g})"
+    if ph < alpha:
+        if c.utility.lo >= -margin:
+            return "holds", f"the gap falls (Holm p {ph:.3g}); utility within −{100 * margin:.0f} points"
+        if c.utility.hi < -margin:
+            return "does not hold", f"the gap falls but utility drops by more than {100 * margin:.0f} points"
+        return "inconclusive", (f"the gap falls (Holm p {ph:.3g}) but the utility interval reaches below "
+                                f"−{100 * margin:.0f} points")
+    if math.isfinite(paper) and mde <= paper:
+        return "does not hold", (f"no significant change (Holm p {ph:.3g}) though the design detects "
+                                 f"{100 * mde:.1f} points ≤ the paper's {100 * paper:.1f}")
+    return "inconclusive", (f"no significant change (Holm p {ph:.3g}); detectable effect {100 * mde:.1f} points"
+                            + (f" > the paper's {100 * paper:.1f}" if math.isfinite(paper) else ""))
+
+
+# ------------------------------------------------------------------------------------------ from predictions
+@dataclass(frozen=True)
+class SplitPredictions:
+    """One split's rows and the predictions of several seeds on them.
+
+    Attributes:
+        y: true class per row ``[n]``.
+        a: attribute per row ``[n]`` (``-1`` unknown).
+        preds: predictions ``[S, n]`` (seed order shared with the model it is paired with).
+    """
+
+    y: np.ndarray
+    a: np.ndarray
+    preds: np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "y", np.asarray(self.y, dtype=np.int64))
+        object.__setattr__(self, "a", np.asarray(self.a, dtype=np.int64))
+        object.__setattr__(self, "preds", np.atleast_2d(np.asarray(self.preds, dtype=np.int64)))
+        if not (self.y.shape == self.a.shape == self.preds.shape[1:]):
+            raise ValueError(f"a split needs y [n], a [n] and preds [S, n]; got {self.y.shape}, {self.a.shape}, "
+                             f"{self.preds.shape}")
+
+
+def degenerate_by_seed(split: SplitPredictions, num_classes: int, **kwargs) -> list[str | None]:
+    """:func:`degenerate_seed` of every seed's predictions on ``split`` (keyword arguments passed on)."""
+    majority = float(np.bincount(split.y, minlength=num_classes).max() / len(split.y))
+    out = []
+    for p in split.preds:
+        bacc = float(gap_from_confusion(confusion_from_rows(split.y, p, split.a, num_classes,
+                                                            int(max(split.a.max(), 0)) + 1), "balanced_accuracy"))
+        top = float(np.bincount(p, minlength=num_classes).max() / len(p))
+        out.append(degenerate_seed(top, bacc, majority, num_classes, **kwargs))
+    return out
+
+
+def claim_from_predictions(name: str, baseline_test: SplitPredictions, method_test: SplitPredictions,
+                           baseline_val: SplitPredictions | None = None, *, metric: str = "tpr_gap_rms",
+                           utility: str = "accuracy", paper_effect: float | None = None,
+                           num_classes: int | None = None, num_groups: int | None = None,
+                           n_permutations: int = 1000, n_bootstrap: int = 2000, seed: int = 0) -> ClaimEvidence:
+    """The evidence of "the method lowers ``metric`` against the baseline" from per-row predictions.
+
+    Args:
+        name: the claim.
+        baseline_test, method_test: predictions on the test split, paired by seed (same rows).
+        baseline_val: the baseline's predictions on the validation split (its bias must be real there too;
+            ``None``: checked on test only).
+        metric: the gap (:data:`GAP_METRICS`).
+        utility: ``accuracy`` or ``balanced_accuracy``.
+        paper_effect: the change the paper reports (fraction, negative = reduction).
+        num_classes, num_groups: default to the largest id + 1 over the test rows.
+        n_permutations: permutations of the null.
+        n_bootstrap: bootstrap replicates (null interval and the paired effects).
+        seed: random seed of the permutations and resamples.
+
+    Returns:
+        A :class:`ClaimEvidence` for :func:`decide`.
+    """
+    if not (np.array_equal(baseline_test.y, method_test.y) and np.array_equal(baseline_test.a, method_test.a)):
+        raise ValueError(f"{name}: the baseline and the method must be scored on the same test rows")
+    c = int(num_classes or max(baseline_test.y.max(), baseline_test.preds.max(), method_test.preds.max()) + 1)
+    g = int(num_groups or baseline_test.a.max() + 1)
+    kw = dict(num_classes=c, num_groups=g, seed=seed)
+    bias = [permutation_null(baseline_test.y, baseline_test.preds, baseline_test.a, metric,
+                             n_permutations=n_permutations, n_bootstrap=n_bootstrap, split="test", **kw)]
+    if baseline_val is not None:
+        bias.append(permutation_null(baseline_val.y, baseline_val.preds, baseline_val.a, metric,
+                                     n_permutations=n_permutations, n_bootstrap=0, split="validation", **kw))
+    args = (baseline_test.y, baseline_test.a, baseline_test.preds, method_test.preds)
+    return ClaimEvidence(
+        name, paired_bootstrap(*args, metric, n_bootstrap=n_bootstrap, **kw),
+        paired_bootstrap(*args, utility, n_bootstrap=n_bootstrap, **kw), paper_effect, tuple(bias),
+        degenerate_by_seed(baseline_test, c), degenerate_by_seed(method_test, c))
+
+
+def verdict_row(v: Verdict) -> str:
+    """One markdown row: claim | paper effect | measured effect [95%] | Holm p | MDE | utility change | bias | verdict."""
+    paper = "—" if v.paper_effect is None else f"{100 * v.paper_effect:+.1f}"
+    bias = "; ".join(t.describe() for t in v.bias) or "not checked"
+    name = v.name.replace("|", "\\|")
+    return (f"| {name} | {paper} | {v.effect.fmt()} | {v.p_holm:.3g} | {100 * v.mde:.1f} | {v.utility.fmt()} | "
+            f"{bias} | **{v.verdict}** ({v.reason}; {v.effect.n_seeds} seeds) |")
+
+
+VERDICT_HEADER = ["| claim | paper effect | our effect [95% CI] | Holm p | MDE | utility change [95% CI] | "
+                  "baseline bias vs null | verdict |", "|---|---|---|---|---|---|---|---|"]

@@ -1,0 +1,368 @@
+"""The statistics behind :mod:`faircl.eval.compare`: vectorised group-fairness gaps from confusion counts, the
+attribute-permutation null, the seed × row paired bootstrap, Holm–Bonferroni and the minimum detectable effect.
+All values are fractions (0.045 = 4.5 points). See :mod:`faircl.eval.compare` for the rule they serve.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["BiasTest", "Effect", "GAP_METRICS", "bias_is_real", "confusion_from_rows", "gap_from_confusion", "holm",
+           "leakage_null", "minimum_detectable_effect", "paired_bootstrap", "paired_seed_comparison",
+           "permutation_null"]
+GAP_METRICS = ("tpr_gap_rms", "eo_gap", "accuracy", "balanced_accuracy")
+
+
+# ------------------------------------------------------------------------------------------ gaps from counts
+def _as_rows(y, pred, a) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    y, pred, a = (np.asarray(v, dtype=np.int64) for v in (y, pred, a))
+    if not (y.shape == pred.shape[-1:] == a.shape[-1:]) or y.ndim != 1:
+        raise ValueError(f"y, prediction and attribute need one value per row, got shapes {y.shape}, {pred.shape}, "
+                         f"{a.shape}")
+    return y, pred, a
+
+
+def confusion_from_rows(y, pred, a, num_classes: int, num_groups: int, weights: np.ndarray | None = None
+                        ) -> np.ndarray:
+    """Per-group confusion counts ``[..., G + 1, C, C]`` (rows: true class; last group: unknown attribute ``-1``).
+
+    Args:
+        y: true class of each row, shape ``[n]``.
+        pred: predicted class, shape ``[n]`` or ``[..., n]`` (e.g. one row per seed).
+        a: attribute of each row (``-1`` unknown), shape ``[n]`` or ``[..., n]`` (e.g. one row per permutation).
+        num_classes: ``C``.
+        num_groups: ``G`` (known groups).
+        weights: optional ``[B, n]`` row weights (bootstrap counts); the result then gains a leading ``B`` axis.
+
+    Returns:
+        float64 counts.
+    """
+    y, pred, a = _as_rows(y, pred, a)
+    a = np.where(a < 0, num_groups, a)
+    cell = (a * num_classes + y) * num_classes + pred              # broadcasts over leading axes
+    k = (num_groups + 1) * num_classes * num_classes
+    lead = cell.shape[:-1]
+    if weights is None:
+        flat = (np.arange(int(np.prod(lead)), dtype=np.int64).reshape(lead + (1,)) * k + cell).ravel()
+        counts = np.bincount(flat, minlength=int(np.prod(lead)) * k).astype(np.float64)
+        return counts.reshape(lead + (num_groups + 1, num_classes, num_classes))
+    w = np.asarray(weights, dtype=np.float64)
+    onehot = np.zeros(cell.shape + (k,))
+    np.put_along_axis(onehot, cell[..., None], 1.0, axis=-1)      # [..., n, k]
+    counts = np.einsum("bn,...nk->b...k", w, onehot)
+    return counts.reshape(counts.shape[:-1] + (num_groups + 1, num_classes, num_classes))
+
+
+def _rates(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One-vs-rest TPR and FPR ``[..., C]`` of counts ``[..., C, C]`` (NaN where undefined)."""
+    tp = np.diagonal(m, axis1=-2, axis2=-1)
+    pos, pred, n = m.sum(-1), m.sum(-2), m.sum((-2, -1))[..., None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(pos > 0, tp / pos, np.nan), np.where(n - pos > 0, (pred - tp) / (n - pos), np.nan)
+
+
+def _dev_sum(per_group: np.ndarray, overall: np.ndarray) -> np.ndarray:
+    """``Σ_a |R_{a,y} − R_y|`` over the groups whose rate is defined; NaN when none is."""
+    dev = np.abs(per_group - overall[..., None, :])                 # [..., G, C]
+    defined = ~np.isnan(dev)
+    return np.where(defined.any(-2), np.where(defined, dev, 0.0).sum(-2), np.nan)
+
+
+def gap_from_confusion(counts: np.ndarray, metric: str) -> np.ndarray:
+    """A metric of confusion counts ``[..., G + 1, C, C]`` (as :func:`confusion_from_rows`), vectorised.
+
+    Args:
+        counts: the counts; the last group holds rows of unknown attribute (left out of the gaps).
+        metric: ``tpr_gap_rms`` (Shen's GAP: RMS over classes of ``Σ_a |TPR_{a,y} − TPR_y|``), ``eo_gap`` (Chi's
+            ΔEO, ``Σ_a |TPR_a − TPR| + |FPR_a − FPR|`` of the positive class for binary tasks, of every class
+            otherwise), ``accuracy`` or ``balanced_accuracy`` (over every row).
+
+    Returns:
+        float64 array of shape ``counts.shape[:-3]``; gaps are NaN with fewer than two groups present.
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    if metric in ("accuracy", "balanced_accuracy"):
+        m = counts.sum(-3)
+        diag = np.diagonal(m, axis1=-2, axis2=-1)
+        if metric == "accuracy":
+            return diag.sum(-1) / m.sum((-2, -1))
+        pos = m.sum(-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.nanmean(np.where(pos > 0, diag / pos, np.nan), axis=-1)
+    if metric not in GAP_METRICS:
+        raise ValueError(f"unknown metric {metric!r}; expected one of {GAP_METRICS}")
+    known = counts[..., :-1, :, :]
+    present = (known.sum((-2, -1)) > 0).sum(-1) >= 2
+    tpr_g, fpr_g = _rates(known)
+    tpr, fpr = _rates(known.sum(-3))
+    dt, df = _dev_sum(tpr_g, tpr), _dev_sum(fpr_g, fpr)
+    with np.errstate(invalid="ignore"):
+        if metric == "tpr_gap_rms":
+            out = np.sqrt(np.nanmean(dt ** 2, axis=-1)) if dt.shape[-1] else np.full(dt.shape[:-1], np.nan)
+        else:
+            cls = slice(1, None) if dt.shape[-1] == 2 else slice(None)
+            terms = np.concatenate([dt[..., cls], df[..., cls]], axis=-1)
+            out = np.where(np.isnan(terms).all(-1), np.nan, np.nansum(terms, -1))
+    return np.where(present, out, np.nan)
+
+
+# ------------------------------------------------------------------------------------------ is there a bias?
+@dataclass(frozen=True)
+class BiasTest:
+    """The baseline's gap against a null in which the attribute carries no information.
+
+    Attributes:
+        observed: the gap (mean over seeds).
+        null_q95: the null's 95th percentile (or the ``level`` quantile).
+        null_mean: the null's mean.
+        p_value: ``(1 + #{null ≥ observed}) / (1 + B)``.
+        lo, hi: bootstrap interval of the observed gap over test rows (NaN when not computed).
+        split: which split it was measured on.
+    """
+
+    observed: float
+    null_q95: float
+    null_mean: float
+    p_value: float
+    lo: float = math.nan
+    hi: float = math.nan
+    split: str = "test"
+
+    @property
+    def real(self) -> bool:
+        """Whether the observed gap exceeds the null quantile."""
+        return bool(self.observed > self.null_q95)
+
+    def describe(self) -> str:
+        """``split gap x (null 95%: q)`` in points."""
+        return f"{self.split} {100 * self.observed:.1f} (null 95%: {100 * self.null_q95:.1f})"
+
+
+def _weights(rng: np.random.Generator, n: int, draws: int) -> np.ndarray:
+    """Bootstrap counts ``[draws, n]`` (each row a multinomial resample of ``n`` items)."""
+    return rng.multinomial(n, np.full(n, 1.0 / n), size=draws).astype(np.float64)
+
+
+def _permuted_within_label(y: np.ndarray, a: np.ndarray, n_perm: int, rng: np.random.Generator) -> np.ndarray:
+    """``[n_perm, n]`` copies of ``a``, each permuted among the rows of every label (known attributes only)."""
+    out = np.broadcast_to(a, (n_perm, len(a))).copy()
+    for c in np.unique(y):
+        rows = np.flatnonzero((y == c) & (a >= 0))
+        if len(rows) > 1:
+            order = np.argsort(rng.random((n_perm, len(rows))), axis=1)
+            out[:, rows] = a[rows][order]
+    return out
+
+
+def permutation_null(y, preds_by_seed, a, metric: str = "tpr_gap_rms", *, num_classes: int | None = None,
+                     num_groups: int | None = None, n_permutations: int = 1000, n_bootstrap: int = 1000,
+                     level: float = 0.95, seed: int = 0, split: str = "test") -> BiasTest:
+    """The baseline's gap (mean over seeds) against the attribute-permuted null, plus a row bootstrap.
+
+    Args:
+        y: true class per row ``[n]`` (the same rows for every seed).
+        preds_by_seed: predictions ``[S, n]`` (or ``[n]`` for one seed).
+        a: attribute per row ``[n]`` (``-1`` unknown: left out of the gap and never permuted).
+        metric: ``tpr_gap_rms`` or ``eo_gap``.
+        num_classes, num_groups: default to the largest id + 1.
+        n_permutations: permutations of the attribute within each label (≥ 1,000 recommended); every seed's
+            predictions see the same permutation, so the null is that of the seed-mean gap.
+        n_bootstrap: bootstrap resamples of the test rows for the observed gap's interval (0: none).
+        level: the null quantile that a real bias must exceed.
+        seed: random seed of the permutations and resamples.
+        split: name printed with the result.
+
+    Returns:
+        A :class:`BiasTest`.
+    """
+    preds = np.atleast_2d(np.asarray(preds_by_seed, dtype=np.int64))
+    y, preds, a = _as_rows(y, preds, a)
+    c = int(num_classes or max(y.max(), preds.max()) + 1)
+    g = int(num_groups or a.max() + 1)
+    rng = np.random.default_rng(seed)
+    observed = float(np.mean(gap_from_confusion(confusion_from_rows(y, preds, a, c, g), metric)))
+    perm = _permuted_within_label(y, a, n_permutations, rng)                      # [P, n]
+    block = max(1, 2_000_000 // preds.size)                                        # bounded memory
+    null = np.concatenate([gap_from_confusion(confusion_from_rows(y, preds[None], perm[i:i + block, None], c, g),
+                                              metric).mean(-1) for i in range(0, n_permutations, block)])
+    lo = hi = math.nan
+    if n_bootstrap:
+        boot = gap_from_confusion(confusion_from_rows(y, preds, a, c, g, _weights(rng, len(y), n_bootstrap)),
+                                  metric).mean(-1)
+        lo, hi = (float(q) for q in np.nanquantile(boot, [0.025, 0.975]))
+    return BiasTest(observed, float(np.nanquantile(null, level)), float(np.nanmean(null)),
+                    float((1 + np.sum(null >= observed)) / (1 + n_permutations)), lo, hi, split)
+
+
+def leakage_null(leakage_by_seed: Sequence[float], majority_rate: float, n_rows: int, level: float = 0.95,
+                 split: str = "test") -> BiasTest:
+    """Leakage (a probe's accuracy for the attribute) against a constant guess of the majority group.
+
+    A probe whose output ignores the attribute scores at most the majority-group rate ``p`` on average; its accuracy
+    over ``n_rows`` test rows is then at most Binomial(n, p) / n, whose ``level`` quantile is the null quantile.
+
+    Args:
+        leakage_by_seed: the baseline's leakage per seed (fractions).
+        majority_rate: share of the most frequent attribute value among the test rows with a known attribute.
+        n_rows: number of such rows.
+        level: quantile.
+        split: name printed with the result.
+
+    Returns:
+        A :class:`BiasTest` (observed = mean leakage).
+    """
+    obs = float(np.mean(leakage_by_seed))
+    q = float(stats.binom.ppf(level, n_rows, majority_rate)) / n_rows
+    p = float(stats.binom.sf(math.ceil(obs * n_rows) - 1, n_rows, majority_rate))
+    return BiasTest(obs, q, float(majority_rate), p, split=split)
+
+
+def bias_is_real(*tests: BiasTest) -> bool:
+    """True only if the gap exceeds its null quantile on every split given (test **and** validation)."""
+    if not tests:
+        raise ValueError("bias_is_real needs at least one BiasTest (test and validation splits)")
+    return all(t.real for t in tests)
+
+
+# ------------------------------------------------------------------------------------------ did it change?
+@dataclass(frozen=True)
+class Effect:
+    """A paired change (method − baseline) over seeds.
+
+    Attributes:
+        mean: the mean change over seeds (on all test rows).
+        lo, hi: the two-sided ``level`` interval (infinite with one seed).
+        p_value: two-sided p-value of "no change".
+        se: standard error of the mean change.
+        df: degrees of freedom (seeds − 1, or Satterthwaite's with the rows' variance).
+        n_seeds: seeds.
+        n_rows: test rows resampled (0: seed-level only, from summary numbers).
+    """
+
+    mean: float
+    lo: float
+    hi: float
+    p_value: float
+    se: float
+    df: float
+    n_seeds: int
+    n_rows: int = 0
+
+    def fmt(self, scale: float = 100.0, digits: int = 1) -> str:
+        """``"mean [lo, hi]"`` in points."""
+        if not math.isfinite(self.lo):
+            return f"{scale * self.mean:+.{digits}f} [−∞, ∞]"
+        return f"{scale * self.mean:+.{digits}f} [{scale * self.lo:+.{digits}f}, {scale * self.hi:+.{digits}f}]"
+
+
+def _t_effect(mean: float, se: float, df: float, level: float, n_seeds: int, n_rows: int) -> Effect:
+    if df < 1 or not math.isfinite(se):
+        return Effect(mean, -math.inf, math.inf, 1.0, math.inf, max(df, 0), n_seeds, n_rows)
+    if se == 0:
+        p = 1.0 if mean == 0 else 0.0
+        return Effect(mean, mean, mean, p, 0.0, df, n_seeds, n_rows)
+    half = float(stats.t.ppf(0.5 + level / 2, df)) * se
+    p = float(2 * stats.t.sf(abs(mean) / se, df))
+    return Effect(mean, mean - half, mean + half, p, se, df, n_seeds, n_rows)
+
+
+def paired_seed_comparison(baseline_by_seed: Sequence[float], method_by_seed: Sequence[float],
+                           level: float = 0.95) -> Effect:
+    """The paired t-test of per-seed summary numbers (no per-row data), e.g. the test GAP of two run folders.
+
+    Args:
+        baseline_by_seed: the baseline's value per seed.
+        method_by_seed: the method's value for the same seeds, in the same order.
+        level: interval level.
+
+    Returns:
+        An :class:`Effect` of ``method − baseline`` (``n_rows`` 0).
+    """
+    b, m = np.asarray(baseline_by_seed, dtype=np.float64), np.asarray(method_by_seed, dtype=np.float64)
+    if b.shape != m.shape or b.ndim != 1 or len(b) == 0:
+        raise ValueError(f"paired runs need as many method as baseline values (1-d), got {m.shape} and {b.shape}")
+    if not (np.isfinite(b).all() and np.isfinite(m).all()):
+        raise ValueError(f"values must be finite, got baseline {b.tolist()} and method {m.tolist()}")
+    d = m - b
+    s = len(d)
+    se = float(d.std(ddof=1) / math.sqrt(s)) if s > 1 else math.inf
+    return _t_effect(float(d.mean()), se, s - 1, level, s, 0)
+
+
+def paired_bootstrap(y, a, baseline_preds, method_preds, metric: str = "tpr_gap_rms", *,
+                     num_classes: int | None = None, num_groups: int | None = None, n_bootstrap: int = 2000,
+                     level: float = 0.95, seed: int = 0, resample_rows: bool = True) -> Effect:
+    """Seed-paired change of a metric, with the seed level and a test-row bootstrap nested inside it.
+
+    The change is the mean over seeds of ``metric(method) − metric(baseline)`` on the test rows. Its variance has
+    two components of the seeds × rows design: the seeds' spread (``var_s(d) / S``, the paired t-test's) and the
+    test rows' sampling, measured by resampling the rows (one resample shared by every seed and both models, as
+    they are scored on the same rows) and recomputing the seed mean. The interval and p-value are Student-t with
+    Satterthwaite's degrees of freedom ``(v_seed + v_rows)² / (v_seed² / (S − 1))``; with ``resample_rows=False``
+    (or rows that add no variance) this is exactly the paired t-test of the per-seed values.
+
+    Args:
+        y: true class per row ``[n]``.
+        a: attribute per row ``[n]`` (``-1`` unknown).
+        baseline_preds, method_preds: predictions ``[S, n]`` paired by seed.
+        metric: one of :data:`GAP_METRICS`.
+        num_classes, num_groups: default to the largest id + 1.
+        n_bootstrap: row resamples.
+        level: interval level.
+        seed: random seed of the resamples.
+        resample_rows: include the test rows' sampling variance.
+
+    Returns:
+        An :class:`Effect` (infinite interval with one seed: the seed variance is unknown).
+    """
+    base, meth = (np.atleast_2d(np.asarray(p, dtype=np.int64)) for p in (baseline_preds, method_preds))
+    if base.shape != meth.shape:
+        raise ValueError(f"paired runs need the same seeds × rows, got {base.shape} and {meth.shape}")
+    y, both, a = _as_rows(y, np.stack([base, meth]), a)
+    c = int(num_classes or max(y.max(), both.max()) + 1)
+    g = int(num_groups or a.max() + 1)
+    s, n = base.shape
+    per_seed = gap_from_confusion(confusion_from_rows(y, both, a, c, g), metric)          # [2, S]
+    d = per_seed[1] - per_seed[0]
+    if np.isnan(d).any():
+        raise ValueError(f"{metric} is undefined for seed(s) {np.flatnonzero(np.isnan(d)).tolist()} "
+                         "(fewer than two groups or an empty class)")
+    rows = n if resample_rows else 0
+    if s < 2:
+        return _t_effect(float(d.mean()), math.inf, 0, level, s, rows)
+    v_seed = float(d.var(ddof=1)) / s
+    v_rows = 0.0
+    if resample_rows:
+        rng = np.random.default_rng(seed)
+        vals = gap_from_confusion(confusion_from_rows(y, both, a, c, g, _weights(rng, n, n_bootstrap)), metric)
+        v_rows = float(np.nanvar(np.nanmean(vals[:, 1] - vals[:, 0], axis=1), ddof=1))
+    total = v_seed + v_rows
+    df = (s - 1) * total ** 2 / v_seed ** 2 if v_seed > 0 else 1e9
+    return _t_effect(float(d.mean()), math.sqrt(total), min(df, 1e9), level, s, rows)
+
+
+def minimum_detectable_effect(effect: Effect, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Smallest true change a two-sided t-test at ``alpha`` detects with probability ``power``:
+    ``(t_{1−α/2} + t_{power}) · se`` with the effect's degrees of freedom (infinite with one seed)."""
+    if effect.df < 1 or not math.isfinite(effect.se):
+        return math.inf
+    return float((stats.t.ppf(1 - alpha / 2, effect.df) + stats.t.ppf(power, effect.df)) * effect.se)
+
+
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm–Bonferroni adjusted p-values (NaN entries are not part of the family and stay NaN)."""
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full_like(p, np.nan)
+    idx = np.flatnonzero(~np.isnan(p))
+    m = len(idx)
+    if m == 0:
+        return out
+    order = idx[np.argsort(p[idx], kind="stable")]
+    adj = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    out[order] = adj
+    return out

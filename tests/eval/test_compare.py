@@ -1,0 +1,232 @@
+"""faircl.eval.compare: the statistics against independent references, and planted cases with known verdicts."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from faircl.eval import compare as C
+from faircl.metrics.functional import eo_gap, tpr_gap_rms
+
+
+# ------------------------------------------------------------------------------------------ planted data
+def biased_preds(y: np.ndarray, a: np.ndarray, bias: float, rng: np.random.Generator, acc: float = 0.85
+                 ) -> np.ndarray:
+    """Correct with probability ``acc + bias/2`` where a = y and ``acc − bias/2`` otherwise (TPR gap ≈ bias).
+
+    Rows have a difficulty shared by every seed and model (correlation 0.9 of the latent scores), as trained
+    classifiers err mostly on the same rows."""
+    p = np.where(a == y, acc + bias / 2, acc - bias / 2)
+    hard = np.random.default_rng(len(y) + int(y.sum())).standard_normal(len(y))   # fixed per split
+    u = stats.norm.cdf(0.9 * hard + math.sqrt(1 - 0.81) * rng.standard_normal(len(y)))
+    return np.where(u < p, y, 1 - y)
+
+
+def split(n: int, rng: np.random.Generator, majority: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    y = (rng.random(n) >= majority).astype(np.int64)  # class 0 has share ``majority``
+    return y, rng.integers(0, 2, n)
+
+
+def seeds_of(y, a, bias, n_seeds, rng, **kw) -> np.ndarray:
+    return np.stack([biased_preds(y, a, bias, rng, **kw) for _ in range(n_seeds)])
+
+
+def planted_claim(name, base_bias, meth_bias, n_seeds=5, n=1000, seed=0, permute=False, paper=-0.045,
+                  meth_acc=0.85):
+    rng = np.random.default_rng(seed)
+    (yt, at), (yv, av) = split(n, rng), split(n, rng)
+    bt, mt = seeds_of(yt, at, base_bias, n_seeds, rng), seeds_of(yt, at, meth_bias, n_seeds, rng, acc=meth_acc)
+    bv = seeds_of(yv, av, base_bias, n_seeds, rng)
+    if permute:  # the control: the attribute carries no information about the errors
+        at, av = rng.permutation(at), rng.permutation(av)
+    return C.claim_from_predictions(name, C.SplitPredictions(yt, at, bt), C.SplitPredictions(yt, at, mt),
+                                    C.SplitPredictions(yv, av, bv), paper_effect=paper, n_permutations=1000,
+                                    n_bootstrap=500, seed=seed)
+
+
+# ------------------------------------------------------------------------------------------ references
+def test_gaps_from_counts_match_the_metrics_module():
+    rng = np.random.default_rng(1)
+    for c, g in ((2, 2), (3, 3)):
+        y, p, a = rng.integers(0, c, 400), rng.integers(0, c, 400), rng.integers(-1, g, 400)
+        counts = C.confusion_from_rows(y, p, a, c, g)
+        t = [torch.as_tensor(v) for v in (p, y, a)]
+        assert C.gap_from_confusion(counts, "tpr_gap_rms") == pytest.approx(float(tpr_gap_rms(*t, c, g)))
+        assert C.gap_from_confusion(counts, "eo_gap") == pytest.approx(float(eo_gap(*t, c, g)))
+        assert C.gap_from_confusion(counts, "accuracy") == pytest.approx(np.mean(p == y))
+        from sklearn.metrics import balanced_accuracy_score
+        assert C.gap_from_confusion(counts, "balanced_accuracy") == pytest.approx(balanced_accuracy_score(y, p))
+    # weighted counts (bootstrap) equal the counts of the repeated rows
+    y, p, a = rng.integers(0, 2, 50), rng.integers(0, 2, 50), rng.integers(0, 2, 50)
+    w = rng.multinomial(50, np.full(50, 1 / 50), size=3).astype(float)
+    got = C.confusion_from_rows(y, p, a, 2, 2, weights=w)
+    for b in range(3):
+        rows = np.repeat(np.arange(50), w[b].astype(int))
+        assert np.array_equal(got[b], C.confusion_from_rows(y[rows], p[rows], a[rows], 2, 2))
+    # one group present: no gap
+    assert math.isnan(float(C.gap_from_confusion(C.confusion_from_rows(y, p, np.zeros(50, int), 2, 2), "eo_gap")))
+
+
+def test_permutation_null_matches_a_literal_loop():
+    rng = np.random.default_rng(2)
+    y, a = split(300, rng)
+    preds = seeds_of(y, a, 0.2, 2, rng)
+    got = C.permutation_null(y, preds, a, "tpr_gap_rms", n_permutations=2000, n_bootstrap=0, seed=3)
+    ref_rng, null = np.random.default_rng(99), []
+    for _ in range(2000):  # literal loop: permute a among the rows of each label, average the seeds' GAPs
+        ap = a.copy()
+        for c in (0, 1):
+            rows = np.flatnonzero(y == c)
+            ap[rows] = ref_rng.permutation(a[rows])
+        null.append(np.mean([float(tpr_gap_rms(*(torch.as_tensor(v) for v in (p, y, ap)), 2, 2)) for p in preds]))
+    obs = np.mean([float(tpr_gap_rms(*(torch.as_tensor(v) for v in (p, y, a)), 2, 2)) for p in preds])
+    assert got.observed == pytest.approx(obs)
+    assert got.null_q95 == pytest.approx(np.quantile(null, 0.95), abs=0.01)
+    assert got.null_mean == pytest.approx(np.mean(null), abs=0.004)
+    assert got.real and got.p_value == pytest.approx(1 / 2001)
+
+
+def test_permutation_keeps_each_label_s_attribute_counts():
+    rng = np.random.default_rng(4)
+    y, a = rng.integers(0, 3, 200), rng.integers(-1, 2, 200)
+    from faircl.eval.compare_stats import _permuted_within_label
+    perm = _permuted_within_label(y, a, 50, rng)
+    for c in range(3):
+        for g in (-1, 0, 1):
+            assert (((y == c) & (perm == g)).sum(1) == ((y == c) & (a == g)).sum()).all()
+    assert (perm[:, a < 0] == -1).all()
+
+
+def test_paired_seed_comparison_is_the_paired_t_test():
+    base, meth = [0.30, 0.28, 0.35, 0.31, 0.29], [0.25, 0.27, 0.30, 0.24, 0.28]
+    e = C.paired_seed_comparison(base, meth)
+    ref = stats.ttest_rel(meth, base)
+    d = np.subtract(meth, base)
+    lo, hi = stats.t.interval(0.95, 4, loc=d.mean(), scale=stats.sem(d))
+    assert e.p_value == pytest.approx(ref.pvalue) and e.mean == pytest.approx(d.mean())
+    assert (e.lo, e.hi) == pytest.approx((lo, hi))
+    one = C.paired_seed_comparison([0.3], [0.2])
+    assert one.lo == -math.inf and one.p_value == 1.0 and C.minimum_detectable_effect(one) == math.inf
+    with pytest.raises(ValueError, match="paired"):
+        C.paired_seed_comparison([0.1], [0.1, 0.2])
+
+
+def test_paired_bootstrap_without_rows_is_the_paired_t_test_and_with_rows_matches_a_loop():
+    rng = np.random.default_rng(5)
+    y, a = split(400, rng)
+    base, meth = seeds_of(y, a, 0.3, 4, rng), seeds_of(y, a, 0.15, 4, rng)
+    gaps = [[float(tpr_gap_rms(*(torch.as_tensor(v) for v in (p, y, a)), 2, 2)) for p in m] for m in (base, meth)]
+    seeds_only = C.paired_bootstrap(y, a, base, meth, resample_rows=False)
+    d = np.subtract(gaps[1], gaps[0])
+    ref = stats.ttest_rel(gaps[1], gaps[0])
+    assert seeds_only.mean == pytest.approx(d.mean()) and seeds_only.se == pytest.approx(stats.sem(d))
+    assert seeds_only.p_value == pytest.approx(ref.pvalue) and seeds_only.df == 3
+    nested = C.paired_bootstrap(y, a, base, meth, n_bootstrap=1000, seed=1)
+    loop_rng, stat = np.random.default_rng(7), []
+    for _ in range(400):  # literal row bootstrap: rows shared by both models and every seed, mean over seeds
+        rows = loop_rng.integers(0, 400, 400)
+        t = [torch.as_tensor(v) for v in (y[rows], a[rows])]
+        stat.append(np.mean([float(tpr_gap_rms(torch.as_tensor(meth[s][rows]), *t, 2, 2))
+                             - float(tpr_gap_rms(torch.as_tensor(base[s][rows]), *t, 2, 2)) for s in range(4)]))
+    v_seed, v_rows = d.var(ddof=1) / 4, np.var(stat, ddof=1)
+    assert nested.se == pytest.approx(math.sqrt(v_seed + v_rows), rel=0.1)
+    assert nested.df == pytest.approx(3 * (nested.se ** 2) ** 2 / v_seed ** 2)   # Satterthwaite
+    assert nested.se > seeds_only.se and nested.df > 3  # the test rows add their own uncertainty
+
+
+def test_holm_against_the_textbook_procedure():
+    p = [0.01, 0.04, 0.03, 0.005, math.nan]
+    got = C.holm(p)
+    assert got[:4] == pytest.approx([0.03, 0.06, 0.06, 0.02]) and math.isnan(got[4])
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        q = rng.random(6) ** 3
+        order, ref, run = np.argsort(q), np.empty(6), 0.0
+        for i, j in enumerate(order):  # literal step-down
+            run = max(run, min(1.0, (6 - i) * q[j]))
+            ref[j] = run
+        assert C.holm(q) == pytest.approx(ref)
+
+
+def test_minimum_detectable_effect_has_the_stated_power():
+    e = C.paired_seed_comparison([0.3, 0.28, 0.35, 0.31, 0.29], [0.25, 0.27, 0.30, 0.24, 0.28])
+    mde = C.minimum_detectable_effect(e, 0.05, 0.8)
+    crit = stats.t.ppf(0.975, e.df)
+    power = stats.nct.sf(crit, e.df, mde / e.se) + stats.nct.cdf(-crit, e.df, mde / e.se)
+    assert power == pytest.approx(0.8, abs=0.03)
+
+
+def test_leakage_is_measured_against_the_majority_group():
+    # 70% leakage with a 68% majority group is no leakage; the same 70% against balanced groups is
+    unb = C.leakage_null([0.70, 0.71, 0.69], majority_rate=0.68, n_rows=500)
+    bal = C.leakage_null([0.70, 0.71, 0.69], majority_rate=0.50, n_rows=500)
+    assert not unb.real and bal.real
+    assert unb.null_q95 == pytest.approx(stats.binom.ppf(0.95, 500, 0.68) / 500)
+    assert not C.bias_is_real(bal, unb) and C.bias_is_real(bal)
+
+
+def test_degenerate_is_judged_against_the_split_s_own_majority():
+    assert C.degenerate_seed(0.94, 0.60, majority_rate=0.86) is not None       # 94% > 86% + 7
+    assert C.degenerate_seed(0.90, 0.70, majority_rate=0.86) is None
+    assert C.degenerate_seed(0.55, 0.52, majority_rate=0.50) is not None       # chance balanced accuracy
+    assert C.degenerate_seed(0.94, 0.80, majority_rate=0.94) is None           # the split is 94% one class
+
+
+# ------------------------------------------------------------------------------------------ planted verdicts
+def verdict_of(*claims, **kw):
+    return C.decide(list(claims), **kw)
+
+
+def test_permuted_attribute_is_untestable():
+    v, = verdict_of(planted_claim("control", 0.3, 0.05, permute=True))
+    assert v.verdict == "untestable" and "no bias beyond chance" in v.reason
+
+
+def test_planted_reduction_holds_and_worsening_is_contradicted():
+    held, worse = verdict_of(planted_claim("reduction", 0.3, 0.05, n=3000), planted_claim("worsening", 0.3, 0.5, seed=1))
+    assert held.verdict == "holds" and held.effect.hi < 0 and held.paper_effect == -0.045
+    assert worse.verdict == "contradicted" and worse.effect.lo > 0
+    assert C.verdict_row(held).count("|") == 9 and "-4.5" in C.verdict_row(held)
+
+
+def test_near_constant_method_on_an_86_percent_majority_split_is_degenerate():
+    rng = np.random.default_rng(3)
+    (yt, at), (yv, av) = split(1000, rng, 0.86), split(1000, rng, 0.86)
+    bt, bv = seeds_of(yt, at, 0.3, 5, rng), seeds_of(yv, av, 0.3, 5, rng)
+    mt = np.where(rng.random((5, 1000)) < 0.94, 0, yt)  # class 0 for 94% of rows (and right on the rest)
+    ev = C.claim_from_predictions("constant", C.SplitPredictions(yt, at, bt), C.SplitPredictions(yt, at, mt),
+                                  C.SplitPredictions(yv, av, bv), n_bootstrap=200)
+    v, = verdict_of(ev)
+    assert v.verdict == "degenerate" and "5/5 seeds" in v.reason
+
+
+def test_tiny_effect_with_three_seeds_is_inconclusive():
+    v, = verdict_of(planted_claim("tiny", 0.3, 0.29, n_seeds=3, n=400, seed=4))
+    assert v.verdict == "inconclusive" and v.mde > 0.045
+
+
+def test_utility_is_judged_on_the_lower_bound():
+    e = C.paired_seed_comparison([0.30, 0.28, 0.35, 0.31, 0.29], [0.20, 0.18, 0.25, 0.21, 0.19])
+    util = C.paired_seed_comparison([0.80, 0.81, 0.79, 0.80, 0.82], [0.80, 0.71, 0.84, 0.78, 0.80])
+    assert -0.02 < util.mean < 0 and util.lo < -0.02
+    v, = verdict_of(C.ClaimEvidence("costly", e, util, -0.045))
+    assert v.verdict == "inconclusive" and "utility" in v.reason
+    v, = verdict_of(C.ClaimEvidence("costly", e, util, -0.045), margin=0.2)
+    assert v.verdict == "holds"
+
+
+def test_holm_turns_a_borderline_holds_into_not():
+    util = C.paired_seed_comparison([0.8] * 5, [0.8, 0.801, 0.8, 0.799, 0.8])
+    border = C.paired_seed_comparison([0.30, 0.28, 0.35, 0.31, 0.29], [0.28, 0.27, 0.31, 0.29, 0.28])
+    assert 0.01 < border.p_value < 0.05
+    null = C.paired_seed_comparison([0.30, 0.28, 0.35, 0.31, 0.29], [0.31, 0.27, 0.35, 0.30, 0.30])
+    alone, = verdict_of(C.ClaimEvidence("borderline", border, util, -0.045))
+    assert alone.verdict == "holds"
+    fam = verdict_of(C.ClaimEvidence("borderline", border, util, -0.045),
+                     C.ClaimEvidence("other", null, util, -0.045), C.ClaimEvidence("third", null, util, -0.045))
+    assert fam[0].verdict != "holds" and fam[0].p_holm == pytest.approx(3 * border.p_value)
+    assert fam[0].verdict in ("does not hold", "inconclusive")
