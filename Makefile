@@ -5,13 +5,13 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.faircl-installed
 
-.PHONY: install demo test test-fast test-long bench clean
+.PHONY: install demo test test-fast test-long docs bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	# One pip command with the constraints: installing torch separately lets pip swap it later.
-	$(PIP) install -c constraints.txt -e '.[test,text]'
+	$(PIP) install -c constraints.txt -e '.[test,text,docs]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -28,5 +28,10 @@ test-long: $(STAMP)
 test-fast: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow"
 
+# The documentation site, built offline into site/; --strict: a broken reference or a docstring that does not render
+# fails the build.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf runs lightning_logs .pytest_cache
+	rm -rf runs lightning_logs .pytest_cache site

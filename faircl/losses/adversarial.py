@@ -25,7 +25,16 @@ class GradientReversal(torch.autograd.Function):
 
 
 def grad_reverse(x: torch.Tensor, lambda_: float = 1.0) -> torch.Tensor:
-    """Functional gradient reversal: ``x`` forward, ``−lambda_ · grad`` backward."""
+    """Functional gradient reversal: ``x`` forward, ``−lambda_ · grad`` backward.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.losses import grad_reverse
+        >>> x = torch.ones(2, requires_grad=True)
+        >>> grad_reverse(x, 0.5).sum().backward()
+        >>> x.grad
+        tensor([-0.5000, -0.5000])
+    """
     return GradientReversal.apply(x, lambda_)
 
 
@@ -34,6 +43,15 @@ class GradientReversalLayer(nn.Module):
 
     Args:
         lambda_: reversal strength λ ≥ 0 (mutable attribute, e.g. for a schedule).
+
+    Examples:
+        >>> import torch
+        >>> from faircl.losses import GradientReversalLayer
+        >>> layer = GradientReversalLayer(lambda_=2.0)
+        >>> x = torch.ones(3, requires_grad=True)
+        >>> layer(x).sum().backward()
+        >>> x.grad
+        tensor([-2., -2., -2.])
     """
 
     def __init__(self, lambda_: float = 1.0) -> None:
@@ -70,6 +88,14 @@ def diversity_loss(hidden_states: Sequence[torch.Tensor] | torch.Tensor, eps: fl
 
     Returns:
         A scalar ≥ 0, zero when the adversaries' hidden spaces are orthogonal over the batch.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.losses import diversity_loss
+        >>> g = torch.Generator().manual_seed(0)
+        >>> h, other = torch.randn(8, 4, generator=g), torch.randn(8, 4, generator=g)
+        >>> float(diversity_loss([h, h])) > float(diversity_loss([h, other]))   # identical adversaries cost most
+        True
     """
     hs = _check_hidden_list(hidden_states)
     units = [_centred_unit_rows(h, eps) for h in hs]

@@ -25,7 +25,17 @@ def _check_tuples(attr_embeddings: torch.Tensor, neutral: torch.Tensor) -> None:
 
 
 def ccd_kernel(attr_embeddings: torch.Tensor, neutral: torch.Tensor, rho: float) -> torch.Tensor:
-    """``k(f(S^{a_g}), f(S^n)) = exp(−‖f(S^{a_g}) − f(S^n)‖² / (2ρ²))`` for every version ``g`` and content, ``[G, N]``."""
+    """``k(f(S^{a_g}), f(S^n)) = exp(−‖f(S^{a_g}) − f(S^n)‖² / (2ρ²))`` for every version ``g`` and content, ``[G, N]``.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.losses import ccd_kernel
+        >>> attr = torch.tensor([[[0.0, 0.0]], [[1.0, 0.0]]])   # [G=2, N=1, d=2]
+        >>> neutral = torch.tensor([[0.0, 0.0]])                 # [N=1, d=2]
+        >>> ccd_kernel(attr, neutral, rho=1.0)                   # exp(0), exp(-1/2)
+        tensor([[1.0000],
+                [0.6065]])
+    """
     with full_precision(neutral.device.type):
         a = attr_embeddings.to(torch.promote_types(attr_embeddings.dtype, torch.float32))
         n = neutral.to(a.dtype)
@@ -50,6 +60,19 @@ def ccd_bias_loss(
 
     Returns:
         A scalar (or ``[N]``). Its gradient is finite even when all versions coincide (|x| has subgradient 0 at 0).
+
+    Examples:
+        Both attribute versions equally far from the neutral sentence: no bias; otherwise twice the kernel difference
+        (the double sum counts each pair twice):
+
+
+        >>> import torch
+        >>> from faircl.losses import ccd_bias_loss
+        >>> neutral = torch.tensor([[0.0, 0.0]])
+        >>> ccd_bias_loss(torch.tensor([[[1.0, 0.0]], [[0.0, 1.0]]]), neutral, rho=1.0)
+        tensor(0.)
+        >>> ccd_bias_loss(torch.tensor([[[0.0, 0.0]], [[1.0, 0.0]]]), neutral, rho=1.0)
+        tensor(0.7869)
     """
     _check_tuples(attr_embeddings, neutral)
     if not float(rho) > 0:
@@ -73,6 +96,12 @@ def ccd_rep_loss(neutral: torch.Tensor, neutral_original: torch.Tensor, reductio
         neutral: ``[N, d]`` neutral embeddings of the encoder being trained.
         neutral_original: ``[N, d]`` the same texts through the frozen original encoder.
         reduction: ``"mean"`` over the N contents (default), ``"sum"`` or ``"none"`` (``[N]``).
+
+    Examples:
+        >>> import torch
+        >>> from faircl.losses import ccd_rep_loss
+        >>> ccd_rep_loss(torch.tensor([[3.0, 4.0], [0.0, 0.0]]), torch.zeros(2, 2))   # mean of 5 and 0
+        tensor(2.5000)
     """
     check_embeddings("neutral", neutral, shape="[N, d]")
     check_embeddings("neutral_original", neutral_original, shape="[N, d]")
@@ -116,6 +145,13 @@ def ccd_bandwidth(attr_embeddings: torch.Tensor, neutral: torch.Tensor, how: str
         attr_embeddings: ``[G, N, d]`` (embed a sample of training tuples with the original encoder).
         neutral: ``[N, d]``.
         how: ``"median"`` | ``"std"`` | ``"mean"`` | ``"variance"``.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.losses import ccd_bandwidth
+        >>> attr = torch.tensor([[[1.0, 0.0]], [[2.0, 0.0]], [[4.0, 0.0]]])   # [G=3, N=1, d=2]
+        >>> ccd_bandwidth(attr, torch.zeros(1, 2))                           # median of the distances 1, 2, 4
+        2.0
     """
     if how not in BANDWIDTHS:
         raise ValueError(f"how={how!r} must be one of {BANDWIDTHS}")

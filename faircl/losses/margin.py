@@ -60,6 +60,18 @@ def triplet_margin_loss(
 
     Returns:
         A scalar (or ``[T]``); 0 connected to the graph when there is no triplet or none is active.
+
+    Examples:
+        Every valid triplet of the labels; only the violated ones count in ``"mean_nonzero"``:
+
+
+        >>> import torch
+        >>> from faircl.losses import triplet_margin_loss
+        >>> z = torch.tensor([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0]])
+        >>> triplet_margin_loss(z, torch.tensor([0, 0, 1]), margin=0.2)
+        tensor(0.)
+        >>> triplet_margin_loss(z, torch.tensor([0, 1, 0]), margin=0.2)
+        tensor(0.8508)
     """
     if reduction not in ("mean_nonzero", "mean", "sum", "none"):
         raise ValueError(f"`reduction` must be 'mean_nonzero', 'mean', 'sum' or 'none', got {reduction!r}")
@@ -94,6 +106,18 @@ class MarginLoss(nn.Module):
         learn_beta: make β an ``nn.Parameter`` (otherwise a buffer).
         nu: weight of the β regulariser.
         normalize: L2-normalise embeddings first.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.losses import MarginLoss, all_triplets
+        >>> loss_fn = MarginLoss(margin=0.2, beta=1.2)
+        >>> z = torch.tensor([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0]])
+        >>> labels = torch.tensor([0, 0, 1])
+        >>> loss_fn(z, labels, all_triplets(labels))
+        tensor(0.5056, grad_fn=<DivBackward0>)
+        >>> loss_fn.beta
+        Parameter containing:
+        tensor([1.2000], requires_grad=True)
     """
 
     def __init__(
@@ -169,6 +193,13 @@ def contrastive_pair_loss(
         pos_margin: distance below which positive pairs cost nothing.
         neg_margin: γ, distance beyond which negative pairs cost nothing.
         normalize: L2-normalise ``z`` first.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.losses import contrastive_pair_loss
+        >>> z = torch.tensor([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0]])
+        >>> contrastive_pair_loss(z, torch.tensor([0, 0, 1]))
+        tensor(0.7380)
     """
     check_embeddings("z", z, shape="[B, d]")
     labels = check_ids("labels", labels, size=z.shape[0], allow_unknown=True)
@@ -197,6 +228,13 @@ def multi_similarity_loss(
     With cosine similarities ``s``, per anchor
     ``1/α log(1 + Σ_{p∈P(i)} exp(−α(s_ip − λ))) + 1/β log(1 + Σ_{n∈N(i)} exp(β(s_in − λ)))``,
     averaged over all anchors (λ = ``base``). Rows with label ``-1`` form no pair.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.losses import multi_similarity_loss
+        >>> z = torch.tensor([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0]])
+        >>> multi_similarity_loss(z, torch.tensor([0, 0, 1]))
+        tensor(0.2126)
     """
     check_embeddings("z", z, shape="[B, d]")
     labels = check_ids("labels", labels, size=z.shape[0], allow_unknown=True)

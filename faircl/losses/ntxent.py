@@ -70,6 +70,20 @@ def nt_xent_loss(
 
     Returns:
         A scalar, or ``[2N]`` per-anchor terms for ``reduction="none"``.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.losses import nt_xent_loss
+        >>> z1 = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+        >>> nt_xent_loss(z1, z1.clone(), temperature=0.5)
+        tensor(0.2395)
+
+
+        Views that agree less cost more:
+
+
+        >>> nt_xent_loss(z1, torch.tensor([[0.0, 1.0], [1.0, 0.0]]), temperature=0.5)
+        tensor(2.2395)
     """
     check_embeddings("z1", z1, shape="[N, d]", nonempty=True)
     check_embeddings("z2", z2, shape="[N, d]")

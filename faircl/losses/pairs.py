@@ -22,6 +22,13 @@ def pairwise_distances(z: torch.Tensor, normalize: bool = True) -> torch.Tensor:
 
     Computed in float32 or wider with a gradient-safe square root: the squared distances are clamped at 1e-12
     before the root, so identical rows give ~1e-6 (not 0) and a finite gradient; the diagonal is exactly 0.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.losses import pairwise_distances
+        >>> pairwise_distances(torch.tensor([[1.0, 0.0], [0.0, 2.0]]))   # normalised rows: distance sqrt(2)
+        tensor([[0.0000, 1.4142],
+                [1.4142, 0.0000]])
     """
     zf = z.to(torch.promote_types(z.dtype, torch.float32))
     if normalize:
@@ -36,6 +43,19 @@ def pair_masks(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Positive (same known label, not self) and negative (both known, different labels) masks ``[B, B]``.
 
     ``labels`` ``[B]``: negative entries are unknown and belong to no pair.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.losses import pair_masks
+        >>> positives, negatives = pair_masks(torch.tensor([0, 0, 1]))
+        >>> positives
+        tensor([[False,  True, False],
+                [ True, False, False],
+                [False, False, False]])
+        >>> negatives
+        tensor([[False, False,  True],
+                [False, False,  True],
+                [ True,  True, False]])
     """
     known = labels >= 0
     both = known[:, None] & known[None, :]
@@ -51,6 +71,13 @@ def all_triplets(labels: torch.Tensor) -> Triplets:
 
     Args:
         labels: integer labels ``[B]`` (``-1`` = unknown).
+
+    Examples:
+        >>> import torch
+        >>> from faircl.losses import all_triplets
+        >>> anchors, positives, negatives = all_triplets(torch.tensor([0, 0, 1]))
+        >>> anchors.tolist(), positives.tolist(), negatives.tolist()
+        ([0, 1], [1, 0], [2, 2])
     """
     labels = check_ids("labels", labels, allow_unknown=True)
     pos, neg = pair_masks(labels)

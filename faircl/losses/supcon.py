@@ -70,6 +70,29 @@ def supcon_loss(
     Returns:
         A scalar (or ``[B]`` for ``"none"``). With no anchor having a positive, an exact 0 that still
         back-propagates (zero gradients).
+
+    Examples:
+        Two tight pairs with different labels; with τ = 1 each anchor's term is ``log(1 + 2/e)``:
+
+
+        >>> import math, torch
+        >>> from faircl.losses import supcon_loss
+        >>> z = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+        >>> labels = torch.tensor([0, 0, 1, 1])
+        >>> loss = supcon_loss(z, labels, temperature=1.0)
+        >>> loss
+        tensor(0.5514)
+        >>> round(math.log(1 + 2 / math.e), 4)
+        0.5514
+
+
+        No anchor with a positive gives an exact 0 that still back-propagates:
+
+
+        >>> z = torch.randn(3, 4, requires_grad=True)
+        >>> loss = supcon_loss(z, torch.tensor([0, 1, 2]))
+        >>> loss.item(), loss.requires_grad
+        (0.0, True)
     """
     check_embeddings("z", z, shape="[B, d]", nonempty=True)
     labels = check_ids("labels", labels, size=z.shape[0], allow_unknown=True)
@@ -121,6 +144,19 @@ def fcl_loss(
 
     Returns:
         A scalar (or ``[B]`` for ``"none"``); 0 that back-propagates when no anchor has a positive.
+
+    Examples:
+        ``L_fcl`` is SupCon on the attribute; ConFair subtracts it:
+
+
+        >>> import torch
+        >>> from faircl.losses import fcl_loss, supcon_loss
+        >>> z = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+        >>> labels, groups = torch.tensor([0, 0, 1, 1]), torch.tensor([0, 1, 0, 1])
+        >>> fcl_loss(z, labels, groups, temperature=1.0)
+        tensor(1.5514)
+        >>> torch.allclose(fcl_loss(z, labels, groups, temperature=1.0), supcon_loss(z, groups, temperature=1.0))
+        True
     """
     check_embeddings("z", z, shape="[B, d]", nonempty=True)
     batch = z.shape[0]
@@ -203,6 +239,26 @@ def cs_infonce_loss(
 
     Returns:
         A scalar (or ``[2N]``); 0 that back-propagates when every cell holds a single example.
+
+    Examples:
+        Two examples of the same (class, group) cell, four rows in all: each anchor's term is ``log(1 + 2/e)`` at τ = 1
+        (its other view over the three other rows of its cell), weighted by ``1/(N_{a,y} − 1) = 1/3`` and summed:
+
+
+        >>> import torch
+        >>> from faircl.losses import cs_infonce_loss
+        >>> z1 = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+        >>> z2 = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+        >>> y, a = torch.tensor([0, 0]), torch.tensor([1, 1])
+        >>> cs_infonce_loss(z1, z2, y, a, temperature=1.0)
+        tensor(0.7353)
+
+
+        An anchor alone with its other view in its cell contributes 0:
+
+
+        >>> cs_infonce_loss(z1, z2, y, torch.tensor([0, 1]), temperature=1.0)
+        tensor(0.)
     """
     check_embeddings("z1", z1, shape="[N, d]", nonempty=True)
     check_embeddings("z2", z2, shape="[N, d]")

@@ -75,6 +75,17 @@ def kmeans(x: Tensor, num_clusters: int, *, seed: int = 0, n_init: int = 1, max_
 
     Raises:
         ValueError: ``K`` outside ``1..N``, a non-finite point, or no rows.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.metrics import kmeans
+        >>> x = torch.tensor([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [5.1, 5.0]])
+        >>> labels, centroids = kmeans(x, num_clusters=2, seed=0)
+        >>> labels
+        tensor([0, 0, 1, 1])
+        >>> centroids
+        tensor([[0.0500, 0.0000],
+                [5.0500, 5.0000]], dtype=torch.float64)
     """
     check_embeddings("x", x)
     n = x.shape[0]

@@ -277,6 +277,23 @@ class GroupRecallAtK(_EmbeddingMetric):
         distance: ``"euclidean"`` (default) or ``"cosine"``.
         chunk_size: query rows per similarity block (memory ``O(chunk_size · N)``).
         **kwargs: forwarded to :class:`torchmetrics.Metric`.
+
+    Examples:
+        Two classes in two tight clusters; the one row of group 1 in class 1 sits near class 0:
+
+
+        >>> import torch
+        >>> from faircl.metrics import GroupRecallAtK
+        >>> z = torch.tensor([[0.0, 0.0], [0.1, 0.0], [0.9, 0.0], [5.0, 5.0], [5.1, 5.0], [1.0, 0.0]])
+        >>> labels = torch.tensor([0, 0, 0, 1, 1, 1])
+        >>> groups = torch.tensor([0, 0, 1, 0, 0, 1])
+        >>> metric = GroupRecallAtK(k=1, num_groups=2)
+        >>> metric.update(z, labels, groups)
+        >>> out = metric.compute()
+        >>> out["group_recall"]
+        tensor([1., 0.], dtype=torch.float64)
+        >>> out["gap_majority_minority"]
+        tensor(1., dtype=torch.float64)
     """
 
     higher_is_better = True
@@ -315,6 +332,16 @@ class GroupNMI(_EmbeddingMetric):
         seed: K-means seed.
         n_init: K-means restarts.
         **kwargs: forwarded to :class:`torchmetrics.Metric`.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.metrics import GroupNMI
+        >>> z = torch.tensor([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [5.1, 5.0], [0.2, 0.1], [5.2, 5.1]])
+        >>> metric = GroupNMI(num_classes=2, num_groups=2)
+        >>> metric.update(z, labels=torch.tensor([0, 0, 1, 1, 0, 1]), groups=torch.tensor([0, 0, 0, 0, 1, 1]))
+        >>> out = metric.compute()
+        >>> out["nmi"], out["group_nmi"]
+        (tensor(1., dtype=torch.float64), tensor([1., 1.], dtype=torch.float64))
     """
 
     higher_is_better = True
@@ -345,6 +372,16 @@ class GroupUniformityKL(_EmbeddingMetric):
 
     ``compute()`` returns ``uniformity_kl`` (all rows), ``group_uniformity_kl`` ``[G]`` (NaN for an absent group),
     ``group_size`` and the three gaps (lower U_KL is better, so ``gap_worst_vs_rest`` is worst − rest).
+
+    Examples:
+        >>> import torch
+        >>> from faircl.metrics import GroupUniformityKL
+        >>> metric = GroupUniformityKL(num_groups=2)
+        >>> spread = torch.eye(4)                                 # equal singular values: uniform, KL 0
+        >>> squeezed = torch.diag(torch.tensor([1.0, 1.0, 1.0, 0.1]))  # one direction nearly collapsed
+        >>> metric.update(torch.cat([spread, squeezed]), torch.tensor([0] * 4 + [1] * 4))
+        >>> metric.compute()["group_uniformity_kl"]
+        tensor([0.0000, 0.3208], dtype=torch.float64)
     """
 
     higher_is_better = False
@@ -374,6 +411,15 @@ class ClusterBalance(_EmbeddingMetric):
         seed: K-means seed.
         n_init: K-means restarts.
         **kwargs: forwarded to :class:`torchmetrics.Metric`.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.metrics import ClusterBalance
+        >>> metric = ClusterBalance(num_clusters=2)
+        >>> metric.update(torch.tensor([[0.0, 0.0], [0.1, 0.0], [0.0, 0.1], [5.0, 5.0]]))   # 3 rows in one cluster
+        >>> out = metric.compute()
+        >>> out["dominance_ratio"], out["entropy"]   # largest cluster share; entropy of (3/4, 1/4) in bits
+        (tensor(0.7500, dtype=torch.float64), tensor(0.8113, dtype=torch.float64))
     """
 
     def __init__(self, num_clusters: int = 4, seed: int = 0, n_init: int = 10, **kwargs) -> None:
@@ -396,6 +442,15 @@ class CCEDGap(Metric):
     ``update(attribute_embeddings [N, A, D], neutral_embeddings [N, D])``; ``compute()`` returns a float64 scalar
     (lower is fairer; NaN before any tuple). Per-tuple values are ``cat`` states, so the DDP result equals the
     single-process one.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.metrics import CCEDGap
+        >>> metric = CCEDGap()
+        >>> attr = torch.tensor([[[1.0, 0.0], [0.0, 2.0]]])   # [N=1, A=2, D=2]: distances 1 and 2 to the neutral
+        >>> metric.update(attr, torch.zeros(1, 2))
+        >>> metric.compute()
+        tensor(1., dtype=torch.float64)
     """
 
     is_differentiable = False

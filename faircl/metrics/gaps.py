@@ -54,6 +54,12 @@ def majority_minority(values: Tensor, sizes: Tensor) -> Tensor:
     Args:
         values: per-group score ``[G]``.
         sizes: rows per group ``[G]``.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.metrics.gaps import majority_minority
+        >>> majority_minority(torch.tensor([0.9, 0.6]), sizes=torch.tensor([80, 20]))   # largest group minus smallest
+        tensor(0.3000, dtype=torch.float64)
     """
     values, sizes, present = _prepare(values, sizes)
     if int(present.sum()) < 2:
@@ -77,6 +83,12 @@ def worst_vs_rest(values: Tensor, sizes: Tensor, higher_is_better: bool = True, 
     Returns:
         ``mean(rest) − worst`` if ``higher_is_better`` else ``worst − mean(rest)``; positive when the worst group is
         behind the rest.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.metrics.gaps import worst_vs_rest
+        >>> worst_vs_rest(torch.tensor([0.9, 0.8, 0.5]), sizes=torch.tensor([10, 10, 10]))   # 0.5 vs 0.85
+        tensor(0.3500, dtype=torch.float64)
     """
     values, sizes, present = _prepare(values, sizes)
     if int(present.sum()) < 2:
@@ -102,6 +114,13 @@ def top_vs_bottom_half(values: Tensor, sizes: Tensor, by: str | Sequence[int] = 
 
     Returns:
         The gap; with an odd number of present groups the middle one is left out.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.metrics.gaps import top_vs_bottom_half
+        >>> values, sizes = torch.tensor([0.9, 0.8, 0.6, 0.5]), torch.tensor([10, 10, 10, 10])
+        >>> top_vs_bottom_half(values, sizes)   # mean of groups 0, 1 minus mean of groups 2, 3
+        tensor(0.3000, dtype=torch.float64)
     """
     values, sizes, present = _prepare(values, sizes)
     if isinstance(by, str):
@@ -129,6 +148,12 @@ def minority_gap(values: Tensor, sizes: Tensor, minority: Sequence[int], higher_
 
     For a lower-is-better score (``higher_is_better=False``, e.g. U_KL) the sign flips, so a positive gap always
     means the minoritised groups are behind. NaN when either side has no present group.
+
+    Examples:
+        >>> import torch
+        >>> from faircl.metrics.gaps import minority_gap
+        >>> minority_gap(torch.tensor([0.9, 0.8, 0.5]), torch.tensor([50, 30, 20]), minority=[2])   # 0.8625 − 0.5
+        tensor(0.3625, dtype=torch.float64)
     """
     values, sizes, present = _prepare(values, sizes)
     is_min = torch.zeros(values.shape[0], dtype=torch.bool)

@@ -44,6 +44,31 @@ class GroupFairness(Metric):
     :func:`faircl.metrics.functional.confusion_counts`); ``compute`` works on the ``[G + 1, C, C]`` counts only
     (:func:`faircl.metrics.functional.fairness_summary`). ``benchmarks/metrics.py`` measures both against a bare
     ``torch.bincount`` of precomputed codes.
+
+    Examples:
+        Group 0 has TPR 1 and FPR 0.5, group 1 TPR 0.5 and FPR 0; both groups have accuracy 0.75:
+
+
+        >>> import torch
+        >>> preds  = torch.tensor([1, 1, 0, 1, 0, 0, 1, 0])
+        >>> target = torch.tensor([1, 1, 0, 0, 1, 0, 1, 0])
+        >>> groups = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+        >>> from faircl.metrics import GroupFairness
+        >>> metric = GroupFairness(num_classes=2, num_groups=2)
+        >>> metric.update(preds[:4], target[:4], groups[:4])
+        >>> metric.update(preds[4:], target[4:], groups[4:])
+        >>> out = metric.compute()
+        >>> {k: round(out[k].item(), 4) for k in ("accuracy", "eo_gap", "tpr_gap_rms", "dp_gap", "worst_group_accuracy")}
+        {'accuracy': 0.75, 'eo_gap': 1.0, 'tpr_gap_rms': 0.5, 'dp_gap': 0.5, 'worst_group_accuracy': 0.75}
+
+
+        A group without rows leaves its accuracy undefined (NaN), never 0:
+
+
+        >>> metric = GroupFairness(num_classes=2, num_groups=3)
+        >>> metric.update(preds, target, groups)
+        >>> metric.compute()["group_accuracy"]
+        tensor([0.7500, 0.7500,    nan], dtype=torch.float64)
     """
 
     is_differentiable = False

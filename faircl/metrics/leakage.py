@@ -43,6 +43,20 @@ def linear_leakage(train_features: Tensor | np.ndarray, train_groups: Tensor | n
 
     Rows with attribute ``-1`` are ignored on both sides. 0.5 is chance for a balanced binary attribute; NaN when the
     test split has no known attribute.
+
+    Examples:
+        The attribute is the sign of the first feature: a linear probe recovers it from the test rows.
+
+
+        >>> import torch
+        >>> from faircl.metrics import linear_leakage
+        >>> g = torch.Generator().manual_seed(0)
+        >>> x = torch.randn(200, 4, generator=g)
+        >>> a = (x[:, 0] > 0).long()
+        >>> linear_leakage(x[:100], a[:100], x[100:], a[100:]) > 0.9
+        True
+        >>> linear_leakage(x[:100, 1:], a[:100], x[100:, 1:], a[100:]) < 0.7   # without that feature: near chance
+        True
     """
     probe = fit_leakage_probe(train_features, train_groups, C=C, max_rows=max_rows, seed=seed)
     return probe_accuracy(probe, test_features, test_groups)

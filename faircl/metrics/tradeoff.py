@@ -47,6 +47,13 @@ def tradeoff_score(rows: Sequence[Mapping[str, float]], accuracy: str = "accurac
 
     Returns:
         float64 array ``[len(rows)]``.
+
+    Examples:
+        >>> from faircl.metrics.tradeoff import tradeoff_score
+        >>> runs = [{"accuracy": 0.80, "gap": 0.10, "leakage_h": 0.60, "leakage_y": 0.55},
+        ...         {"accuracy": 0.75, "gap": 0.02, "leakage_h": 0.52, "leakage_y": 0.51}]
+        >>> tradeoff_score(runs).round(4)
+        array([0.9486, 0.9688])
     """
     rows = list(rows)
     if not rows:
@@ -72,6 +79,11 @@ def dto(performance: Sequence[float], fairness: Sequence[float], utopia_performa
 
     Returns:
         float64 array ``[R]``.
+
+    Examples:
+        >>> from faircl.metrics.tradeoff import dto
+        >>> dto([0.8, 0.9], [0.9, 0.7])   # accuracy, 1 − GAP of two runs, each divided by its best value
+        array([0.11111111, 0.22222222])
     """
     p = np.asarray(performance, dtype=np.float64).ravel()
     f = np.asarray(fairness, dtype=np.float64).ravel()
@@ -97,6 +109,11 @@ def pareto_front(points: Sequence[Sequence[float]] | np.ndarray,
 
     Returns:
         bool array ``[R]``, True for runs on the Pareto front. Exact duplicates are all kept.
+
+    Examples:
+        >>> from faircl.metrics.tradeoff import pareto_front
+        >>> pareto_front([[0.8, 0.9], [0.9, 0.7], [0.7, 0.6]])   # the third run is dominated by both others
+        array([ True,  True, False])
     """
     pts = np.asarray(points, dtype=np.float64)
     if pts.ndim != 2 or pts.shape[0] == 0:

@@ -35,6 +35,6 @@ def test_contrastive_terms_see_l2_h_or_raw_h(normalize):
     assert torch.all(h.abs() <= 1)  # the tanh hidden layer
     assert not normalize or torch.allclose(out["z"].norm(dim=-1), torch.ones(10))
     terms = model.contrastive_terms(out, y, a)
-    assert float(terms["scl"]) == pytest.approx(literal_supcon(z, y, 0.5), rel=1e-5)
-    assert float(terms["fcl"]) == pytest.approx(literal_supcon(z, a, 0.5), rel=1e-5)
+    assert float(terms["scl"].detach()) == pytest.approx(literal_supcon(z, y, 0.5), rel=1e-5)
+    assert float(terms["fcl"].detach()) == pytest.approx(literal_supcon(z, a, 0.5), rel=1e-5)
     assert model.hparams.get("normalize", normalize) == normalize

@@ -357,8 +357,8 @@ DEFAULT_GENDER_PAIRS: tuple[tuple[str, str], ...] = (
 class CounterfactualSwap:
     """Counterfactual data augmentation: replace every word of a pair list by its counterpart.
 
-    Runs the word engine of :class:`~faircl.data.counterfactual.cda.CDA` (:func:`~faircl.data.counterfactual.cda.
-    swap_words`): words match case-insensitively as whole tokens (``man's`` → ``woman's``, ``Man,`` → ``Woman,``);
+    Runs the word engine of :class:`~faircl.data.counterfactual.cda.CDA`
+    (:func:`~faircl.data.counterfactual.cda.swap_words`): words match case-insensitively as whole tokens (``man's`` → ``woman's``, ``Man,`` → ``Woman,``);
     the replacement copies the case pattern of the original (``HE`` → ``SHE``, ``He`` → ``She``); everything else —
     punctuation, spacing — is kept. With ``bidirectional=True`` both directions apply in one pass, so a sentence is
     swapped consistently (``he`` and ``she`` exchange places).

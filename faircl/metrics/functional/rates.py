@@ -295,50 +295,137 @@ def f1_from_confusion(cm: Tensor) -> Tensor:
 # ----------------------------------------------------------------------------------------------------------------
 
 def eo_gap(preds: Tensor, target: Tensor, groups: Tensor, num_classes: int, num_groups: int) -> Tensor:
-    """Equalized-odds gap ΔEO of Chi et al. (2022), §4 (see :func:`eo_gap_from_confusion`). Scalar float64."""
+    """Equalized-odds gap ΔEO of Chi et al. (2022), §4 (see :func:`eo_gap_from_confusion`). Scalar float64.
+
+    Examples:
+        >>> import torch
+        >>> preds  = torch.tensor([1, 1, 0, 1, 0, 0, 1, 0])
+        >>> target = torch.tensor([1, 1, 0, 0, 1, 0, 1, 0])
+        >>> groups = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+        >>> from faircl.metrics.functional import eo_gap
+        >>> eo_gap(preds, target, groups, num_classes=2, num_groups=2)   # (0.25 + 0.25) + (0.25 + 0.25)
+        tensor(1., dtype=torch.float64)
+    """
     return eo_gap_from_confusion(group_confusion(preds, target, groups, num_classes, num_groups))
 
 
 def tpr_gap_rms(preds: Tensor, target: Tensor, groups: Tensor, num_classes: int, num_groups: int,
                 smoothing: float = 0.0) -> Tensor:
-    """Shen et al. (2021) GAP (eq. 4; fairlib ``TPR_GAP``); ``smoothing=1e-5`` reproduces fairlib. Scalar float64."""
+    """Shen et al. (2021) GAP (eq. 4; fairlib ``TPR_GAP``); ``smoothing=1e-5`` reproduces fairlib. Scalar float64.
+
+    Examples:
+        >>> import torch
+        >>> preds  = torch.tensor([1, 1, 0, 1, 0, 0, 1, 0])
+        >>> target = torch.tensor([1, 1, 0, 0, 1, 0, 1, 0])
+        >>> groups = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+        >>> from faircl.metrics.functional import tpr_gap_rms
+        >>> tpr_gap_rms(preds, target, groups, num_classes=2, num_groups=2)   # |1 - 0.5| for two groups
+        tensor(0.5000, dtype=torch.float64)
+    """
     cm = group_confusion(preds, target, groups, num_classes, num_groups)
     return rate_gap_rms_from_confusion(cm, "tpr", smoothing)
 
 
 def fpr_gap_rms(preds: Tensor, target: Tensor, groups: Tensor, num_classes: int, num_groups: int,
                 smoothing: float = 0.0) -> Tensor:
-    """FPR version of :func:`tpr_gap_rms` (fairlib ``FPR_GAP``). Scalar float64."""
+    """FPR version of :func:`tpr_gap_rms` (fairlib ``FPR_GAP``). Scalar float64.
+
+    Examples:
+        >>> import torch
+        >>> preds  = torch.tensor([1, 1, 0, 1, 0, 0, 1, 0])
+        >>> target = torch.tensor([1, 1, 0, 0, 1, 0, 1, 0])
+        >>> groups = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+        >>> from faircl.metrics.functional import fpr_gap_rms
+        >>> fpr_gap_rms(preds, target, groups, num_classes=2, num_groups=2)
+        tensor(0.5000, dtype=torch.float64)
+    """
     cm = group_confusion(preds, target, groups, num_classes, num_groups)
     return rate_gap_rms_from_confusion(cm, "fpr", smoothing)
 
 
 def ppr_gap_rms(preds: Tensor, target: Tensor, groups: Tensor, num_classes: int, num_groups: int,
                 smoothing: float = 0.0) -> Tensor:
-    """Positive-prediction-rate version of :func:`tpr_gap_rms` (fairlib ``PPR_GAP``). Scalar float64."""
+    """Positive-prediction-rate version of :func:`tpr_gap_rms` (fairlib ``PPR_GAP``). Scalar float64.
+
+    Examples:
+        >>> import torch
+        >>> preds  = torch.tensor([1, 1, 0, 1, 0, 0, 1, 0])
+        >>> target = torch.tensor([1, 1, 0, 0, 1, 0, 1, 0])
+        >>> groups = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+        >>> from faircl.metrics.functional import ppr_gap_rms
+        >>> ppr_gap_rms(preds, target, groups, num_classes=2, num_groups=2)   # P(ŷ=y | a): 0.75 vs 0.25 for both classes
+        tensor(0.5000, dtype=torch.float64)
+    """
     cm = group_confusion(preds, target, groups, num_classes, num_groups)
     return rate_gap_rms_from_confusion(cm, "ppr", smoothing)
 
 
 def demographic_parity_gap(preds: Tensor, target: Tensor, groups: Tensor, num_classes: int,
                            num_groups: int) -> Tensor:
-    """Demographic-parity difference (see :func:`demographic_parity_gap_from_confusion`). Scalar float64."""
+    """Demographic-parity difference (see :func:`demographic_parity_gap_from_confusion`). Scalar float64.
+
+    Examples:
+        >>> import torch
+        >>> preds  = torch.tensor([1, 1, 0, 1, 0, 0, 1, 0])
+        >>> target = torch.tensor([1, 1, 0, 0, 1, 0, 1, 0])
+        >>> groups = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+        >>> from faircl.metrics.functional import demographic_parity_gap
+        >>> demographic_parity_gap(preds, target, groups, num_classes=2, num_groups=2)   # P(ŷ=1): 0.75 vs 0.25
+        tensor(0.5000, dtype=torch.float64)
+    """
     return demographic_parity_gap_from_confusion(group_confusion(preds, target, groups, num_classes, num_groups))
 
 
 def equalized_odds_difference(preds: Tensor, target: Tensor, groups: Tensor, num_classes: int,
                               num_groups: int) -> Tensor:
-    """Equalized-odds difference (see :func:`equalized_odds_difference_from_confusion`). Scalar float64."""
+    """Equalized-odds difference (see :func:`equalized_odds_difference_from_confusion`). Scalar float64.
+
+    Examples:
+        >>> import torch
+        >>> preds  = torch.tensor([1, 1, 0, 1, 0, 0, 1, 0])
+        >>> target = torch.tensor([1, 1, 0, 0, 1, 0, 1, 0])
+        >>> groups = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+        >>> from faircl.metrics.functional import equalized_odds_difference
+        >>> equalized_odds_difference(preds, target, groups, num_classes=2, num_groups=2)   # max(|1 − 0.5|, |0.5 − 0|)
+        tensor(0.5000, dtype=torch.float64)
+
+
+        One group alone has no gap (undefined, not 0):
+
+
+        >>> equalized_odds_difference(preds[:4], target[:4], groups[:4], num_classes=2, num_groups=2)
+        tensor(nan, dtype=torch.float64)
+    """
     cm = group_confusion(preds, target, groups, num_classes, num_groups)
     return equalized_odds_difference_from_confusion(cm)
 
 
 def group_accuracy(preds: Tensor, target: Tensor, groups: Tensor, num_classes: int, num_groups: int) -> Tensor:
-    """Accuracy per group ``[G]``; NaN for a group absent from the data."""
+    """Accuracy per group ``[G]``; NaN for a group absent from the data.
+
+    Examples:
+        >>> import torch
+        >>> preds  = torch.tensor([1, 1, 0, 1, 0, 0, 1, 0])
+        >>> target = torch.tensor([1, 1, 0, 0, 1, 0, 1, 0])
+        >>> groups = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+        >>> from faircl.metrics.functional import group_accuracy
+        >>> group_accuracy(preds, target, groups, num_classes=2, num_groups=3)   # group 2 has no rows
+        tensor([0.7500, 0.7500,    nan], dtype=torch.float64)
+    """
     return group_accuracy_from_confusion(group_confusion(preds, target, groups, num_classes, num_groups))
 
 
 def worst_group_accuracy(preds: Tensor, target: Tensor, groups: Tensor, num_classes: int,
                          num_groups: int) -> Tensor:
-    """Lowest per-group accuracy over the groups present. Scalar float64."""
+    """Lowest per-group accuracy over the groups present. Scalar float64.
+
+    Examples:
+        >>> import torch
+        >>> preds  = torch.tensor([1, 1, 0, 1, 0, 0, 1, 0])
+        >>> target = torch.tensor([1, 1, 0, 0, 1, 0, 1, 0])
+        >>> groups = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+        >>> from faircl.metrics.functional import worst_group_accuracy
+        >>> worst_group_accuracy(preds[:7], target[:7], groups[:7], num_classes=2, num_groups=2)
+        tensor(0.6667, dtype=torch.float64)
+    """
     return worst_group_accuracy_from_confusion(group_confusion(preds, target, groups, num_classes, num_groups))

@@ -1,0 +1,227 @@
+"""MkDocs hook: each method page's cost and benchmark findings, taken from the results files at build time.
+
+For every method in :data:`METHOD_ROWS` the hook writes ``generated/results/<Method>.md`` (into a temporary folder
+added to the ``pymdownx.snippets`` base paths), which a method page includes with
+``--8<-- "generated/results/<Method>.md"``. The snippet holds, straight from ``benchmarks/results/``:
+
+- the rows of the overhead tables (``overhead*.md``, archived ``*_before.md`` files left out) for CE and the method,
+  under the table's own header;
+- the rows of the reproduction summary tables (``*_fairness.md``, the table whose header starts with ``| claim |``)
+  whose claim names the method;
+- the rows of the per-protocol tables of ``text_fairness.md`` (``| method |`` tables) for CE and the method.
+
+Nothing is copied by hand: regenerating a results file changes the pages at the next build. A method without rows
+says so. Run ``python docs/hooks.py ConFair`` to print one snippet.
+
+It also typesets the equations (``$...$`` and ``$$...$$``, marked up by ``pymdownx.arithmatex``) as MathML at build
+time with ``latex2mathml``, so the pages need no script from the network to show them.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+OVERHEAD_GLOB = "overhead*.md"  # every overhead table but the archived ones (*_before.md)
+FAIRNESS_FILES = ("text_fairness.md", "vision_fairness.md", "embedding_fairness.md")
+#: Method → (regex for the first cell of an overhead / per-protocol row, regex for a summary claim, note).
+METHOD_ROWS: dict[str, tuple[str, str, str]] = {
+    "CE": (r"^CE$", r"\bvs CE\b", "CE is the baseline of these claims: its gap is the *baseline gap* column."),
+    "ConFair": (r"^(ConFair|Con_)", r"\bConFair\b", ""),
+    "TwoStageCL": (r"^TwoStageCL\b", r"\bTwoStageCL\b", ""),
+    "OneStageCL": (r"^OneStageCL\b", r"\bOneStageCL\b", ""),
+    "Adversarial": (r"^Adv(ersarial)?\b", r"\bAdv(ersarial)?\b", ""),
+    "DiverseAdversarial": (r"^DiverseAdv", r"\bDiverseAdv", ""),
+    "INLP": (r"^INLP\b", r"\bINLP\b", ""),
+    "DML": (r"^(DML|Margin)", r"\bPARADE\b", "DML (margin loss, distance-weighted mining) is the baseline of the "
+            "PARADE claims: its gap is the *baseline gap* column."),
+    "PARADE": (r"^PARADE\b", r"\bPARADE\b", ""),
+    "FairSamplingSimCLR": (r"^FairSampling", r"FairSampling", ""),
+    "SimCLR": (r"^SimCLR$", r"\bvs SimCLR\b", "SimCLR is the baseline of these claims: its value is the "
+               "*baseline gap* column."),
+    "CCD": (r"^CCD\b", r"\bCCD\b", ""),
+}
+
+
+def _cells(line: str) -> list[str]:
+    """The cells of a table row (an escaped ``\\|`` stays inside its cell)."""
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+
+
+def _first_cell(line: str) -> str:
+    return _cells(line)[0].strip("*` ")
+
+
+def tables(md: str) -> list[tuple[str, list[str]]]:
+    """Every Markdown table of ``md`` as (the last heading above it, its lines)."""
+    out: list[tuple[str, list[str]]] = []
+    lines = md.splitlines()
+    context, i = "", 0
+    while i < len(lines):
+        ln = lines[i]
+        if ln.startswith("|") and i + 1 < len(lines) and re.match(r"^\|[\s:|-]+\|\s*$", lines[i + 1]):
+            end = i
+            while end < len(lines) and lines[end].startswith("|"):
+                end += 1
+            out.append((context, lines[i:end]))
+            i = end
+            continue
+        if ln.startswith("#"):
+            context = ln.strip()
+        i += 1
+    return out
+
+
+def overhead_files(results: Path = RESULTS) -> list[str]:
+    """The overhead results files present, by name."""
+    return sorted(p.name for p in results.glob(OVERHEAD_GLOB) if not p.stem.endswith("_before"))
+
+
+def _link(name: str) -> str:
+    return f"[`{name}`](../benchmarks/results/{name})"
+
+
+def _heading(context: str) -> str:
+    """A table's context line as plain text (a Markdown heading loses its hashes)."""
+    return context.lstrip("#").strip()
+
+
+def cost_rows(method: str, results: Path = RESULTS) -> list[str]:
+    """The overhead-table rows of CE and ``method`` (with each table's header), from ``overhead*.md``."""
+    row_re = re.compile(METHOD_ROWS[method][0])
+    out: list[str] = []
+    for name in overhead_files(results):
+        path = results / name
+        for context, table in tables(path.read_text()):
+            mine = [ln for ln in table[2:] if row_re.search(_first_cell(ln))]
+            if not mine:
+                continue
+            base = [ln for ln in table[2:] if _first_cell(ln) == "CE" and ln not in mine]
+            out += [f"From {_link(name)}: {_heading(context)}", "", *table[:2], *base, *mine, ""]
+    return out
+
+
+def finding_rows(method: str, results: Path = RESULTS) -> list[str]:
+    """Summary-table rows whose claim names ``method`` and per-protocol rows of CE and ``method``."""
+    row_re, claim_re, note = (re.compile(METHOD_ROWS[method][0]), re.compile(METHOD_ROWS[method][1]),
+                              METHOD_ROWS[method][2])
+    out: list[str] = []
+    for name in FAIRNESS_FILES:
+        path = results / name
+        if not path.is_file():
+            continue
+        for context, table in tables(path.read_text()):
+            header = _cells(table[0])[0].lower()
+            if header == "claim":
+                mine = [ln for ln in table[2:] if claim_re.search(_cells(ln)[0])]
+                if mine:
+                    out += [f"Claims tested in {_link(name)} (summary table){': ' + note if note else ''}", "",
+                            *table[:2], *mine, ""]
+            elif header == "method":
+                mine = [ln for ln in table[2:] if row_re.search(_first_cell(ln))]
+                if mine and method != "CE":
+                    base = [ln for ln in table[2:] if _first_cell(ln) == "CE"]
+                    out += [f"{_link(name)}, {_heading(context)}", "", *table[:2], *base, *mine, ""]
+    return out
+
+
+def snippet(method: str, results: Path = RESULTS) -> str:
+    """The Markdown included by the method's page (cost, then findings)."""
+    cost = cost_rows(method, results) or [
+        f"Not measured yet: no row for {method} in {', '.join(_link(n) for n in overhead_files(results)) or 'the overhead results'}.",
+        ""]
+    found = finding_rows(method, results) or [
+        f"The reproduction benchmarks ({', '.join(_link(n) for n in FAIRNESS_FILES)}) test no claim about "
+        f"{method}.", ""]
+    return "\n".join(["### Cost relative to CE", "", *cost, "### What the reproduction benchmarks found", "",
+                      *found])
+
+
+def _column(header: str, *starts: str) -> int | None:
+    cells = _cells(header)
+    return next((i for i, c in enumerate(cells) if c.startswith(starts)), None)
+
+
+def overview(results: Path = RESULTS) -> str:
+    """One table over every method: its cost relative to CE and the verdicts of the claims that name it."""
+    rows = ["| method | cost × CE (from `overhead*.md`) | claims tested: verdicts (from `*_fairness.md`) |",
+            "|---|---|---|"]
+    baselines = {m for m, spec in METHOD_ROWS.items() if spec[2]}
+    for method in METHOD_ROWS:
+        costs = []
+        row_re = re.compile(METHOD_ROWS[method][0])
+        for name in overhead_files(results):
+            path = results / name
+            for context, table in tables(path.read_text()):
+                col = _column(table[0], "× CE")
+                for ln in table[2:]:
+                    if col is not None and row_re.search(_first_cell(ln)):
+                        costs.append(f"{_cells(ln)[col]} ({name.removesuffix('.md')})")
+        verdicts: dict[str, int] = {}
+        for line in finding_rows(method, results):
+            if line.startswith("|") and "**" in line and not line.startswith("| method"):
+                m = re.search(r"\*\*([^*]+)\*\*", _cells(line)[-1])
+                if m:
+                    verdicts[m.group(1)] = verdicts.get(m.group(1), 0) + 1
+        found = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items(), key=lambda kv: -kv[1])) or "none"
+        if method in baselines and verdicts:
+            found = f"baseline of {sum(verdicts.values())} claims"
+        rows.append(f"| [{method}]({PAGES[method]}.md) | {', '.join(costs) or 'not measured'} | {found} |")
+    return "\n".join(rows) + "\n"
+
+
+#: Page of each method under docs/methods/ (file name without .md).
+PAGES = {"CE": "ce", "ConFair": "confair", "TwoStageCL": "two_stage_cl", "OneStageCL": "one_stage_cl",
+         "Adversarial": "adversarial", "DiverseAdversarial": "diverse_adversarial", "INLP": "inlp", "DML": "dml",
+         "PARADE": "parade", "FairSamplingSimCLR": "fair_sampling_simclr", "SimCLR": "simclr", "CCD": "ccd"}
+
+_TMP: list[str] = []
+
+
+def on_config(config, **kwargs):
+    """Write every method's snippet into a temporary folder and add it to the snippets' base paths."""
+    tmp = tempfile.mkdtemp(prefix="faircl-docs-")
+    _TMP.append(tmp)
+    folder = Path(tmp) / "generated" / "results"
+    folder.mkdir(parents=True)
+    for method in METHOD_ROWS:
+        (folder / f"{method}.md").write_text(snippet(method))
+    (folder / "overview.md").write_text(overview())
+    snippets = config["mdx_configs"].setdefault("pymdownx.snippets", {})
+    base = snippets.get("base_path", ["."])
+    snippets["base_path"] = [*([base] if isinstance(base, str) else base), tmp]
+    return config
+
+
+_MATH = re.compile(r'<(span|div) class="arithmatex">\\?(?:\\\(|\\\[)(.*?)(?:\\\)|\\\])</\1>', re.S)
+
+
+def mathml(page_html: str) -> str:
+    """Replace the ``arithmatex`` spans (inline) and divs (display) of a page by MathML."""
+    from latex2mathml.converter import convert  # deferred: a docs-only dependency
+
+    def one(m: re.Match) -> str:
+        display = "block" if m.group(1) == "div" else "inline"
+        return convert(html.unescape(m.group(2)).strip(), display=display)
+
+    return _MATH.sub(one, page_html)
+
+
+def on_page_content(page_html, **kwargs):
+    return mathml(page_html)
+
+
+def on_post_build(config, **kwargs):
+    while _TMP:
+        shutil.rmtree(_TMP.pop(), ignore_errors=True)
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:] or list(METHOD_ROWS):
+        print(overview() if name == "overview" else snippet(name))
