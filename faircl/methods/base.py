@@ -23,7 +23,6 @@ from typing import Any, Literal
 
 import lightning as L
 import torch
-from lightning.fabric.utilities.apply_func import move_data_to_device
 from lightning.pytorch.trainer.states import TrainerFn
 from torch import nn
 from torch.nn import functional as F
@@ -33,6 +32,7 @@ from faircl.checkpoints import FairCheckpoint, check_finite_terms, is_default_ch
 from faircl.data.base import FairDataModule
 from faircl.methods.inputs import TRAINABLE_KINDS, check_datamodule, resolve_encoder
 from faircl.methods.optim import OPTIMIZERS, SCHEDULERS, build_optimizer, param_groups
+from faircl.methods.passes import collect as collect_rows
 from faircl.methods.scale import cached_training_step, rewrap_ddp
 from faircl.methods.selection import monitor_mode as resolve_monitor_mode
 from faircl.methods.selection import monitor_spec, selection_scores
@@ -133,10 +133,9 @@ class FairModule(L.LightningModule):
         self._active_stage: str | None = None
         self._test_outputs: list[dict[str, torch.Tensor]] = []
         self._frozen: list[nn.Module] = []
-        self._probe_on: str | None = None
-        self._probe_trained = False
-        self._second_view: dict[str, torch.Tensor] | None = None
-        self._ddp_wrapped: Any = None
+        self._probe_on, self._probe_trained = None, False  # see add_online_probe
+        self._second_view: dict[str, torch.Tensor] | None = None  # see provide_second_view
+        self._ddp_wrapped: Any = None  # see faircl.methods.scale.rewrap_ddp
 
     # ------------------------------------------------------------------ model
     def add_online_probe(self, in_dim: int, on: str = "h", trained: bool = True) -> None:
@@ -217,8 +216,7 @@ class FairModule(L.LightningModule):
 
     def batch_rows(self, batch: dict[str, Any]) -> int:
         """Number of rows of ``batch`` (of ``idx``, else ``y``): the batch size every logged value is weighted by."""
-        key = "idx" if "idx" in batch else "y"
-        return int(len(batch[key]))
+        return int(len(batch["idx" if "idx" in batch else "y"]))
 
     # ------------------------------------------------------------------ frozen parts
     def freeze_module(self, module: nn.Module, frozen: bool = True) -> None:
@@ -289,7 +287,7 @@ class FairModule(L.LightningModule):
         self.log("stage", float([s for s, _ in self.stage_epochs()].index(stage)), on_epoch=True, on_step=False)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        self._active_stage = None
+        self._active_stage = None  # on_stage_start runs again after a resume
 
     # ------------------------------------------------------------------ trainer
     @property
@@ -314,8 +312,7 @@ class FairModule(L.LightningModule):
         found = trainer.checkpoint_callbacks
         if len(found) != 1 or not is_default_checkpoint(found[0]):
             return []
-        name, mode = monitor_spec(self)
-        return [FairCheckpoint(monitor=name, mode=mode)]
+        return [FairCheckpoint(*monitor_spec(self))]
 
     # ------------------------------------------------------------------ steps
     def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
@@ -449,37 +446,12 @@ class FairModule(L.LightningModule):
                 report[name] = float(linear_leakage(train[key], train["a"], outputs[key], outputs["a"]))
         return report
 
-    @torch.no_grad()
     def collect(self, loader: Iterable, keys: tuple[str, ...] = ("h", "y", "a"),
                 max_rows: int | None = None) -> dict[str, torch.Tensor]:
-        """Run the model over ``loader`` in eval mode, without grad; gather from all processes, ordered by ``idx``.
-
-        Args:
-            loader: yields batch dicts (e.g. ``self.plain_loader("train")``).
-            keys: output or batch keys to keep.
-            max_rows: stop after about this many rows on this process (seeded loaders give a fixed subset).
-        """
-        was_training = self.training
-        self.eval()
-        parts: list[dict[str, torch.Tensor]] = []
-        seen = 0
-        try:
-            for batch in loader:
-                batch = move_data_to_device(batch, self.device)
-                out = self(batch["x"])
-                row = {k: (out[k] if k in out else batch[k]).detach().float().cpu() for k in keys
-                       if k in out or k in batch}
-                row["idx"] = batch["idx"].cpu()
-                for k in ("y", "a"):
-                    if k in row:
-                        row[k] = row[k].long()
-                parts.append(row)
-                seen += len(row["idx"])
-                if max_rows is not None and seen >= max_rows:
-                    break
-        finally:
-            self.train(was_training)
-        return gather_rows(parts, self.world_size())
+        """Run the model over ``loader`` in eval mode, without grad; gather from all processes, ordered by ``idx``
+        (:func:`faircl.methods.passes.collect`: ``keys`` are output or batch keys, ``max_rows`` caps the rows read
+        on this process)."""
+        return collect_rows(self, loader, keys, max_rows, self.world_size())
 
     # ------------------------------------------------------------------ optimisation
     def module_lrs(self) -> dict[str, dict[str, float]]:
