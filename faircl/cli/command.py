@@ -18,7 +18,7 @@ import sys
 import traceback
 
 from faircl import __version__
-from faircl.cli.names import CLIError, option_value, resolve_config, shipped_configs
+from faircl.cli.names import CLIError, expand_configs, option_value, shipped_configs
 
 TRAINING = ("fit", "validate", "test", "predict")
 #: sub-commands served by their own module ``faircl.cli.<name>``, whose function ``<name>(argv) -> int`` parses its
@@ -76,12 +76,7 @@ def _findml(argv: list[str]) -> None:
         from faircl.eval import findml  # deferred: torch and scikit-learn, only for this command
         findml.main(["--help"])
         return
-    argv = list(argv)
-    for i, arg in enumerate(argv):
-        if arg == "--config" and i + 1 < len(argv):
-            argv[i + 1] = resolve_config(argv[i + 1])
-        elif arg.startswith("--config="):
-            argv[i] = "--config=" + resolve_config(arg.split("=", 1)[1])
+    argv = expand_configs(argv)
     ckpt = option_value(argv, "ckpt")
     if ckpt is not None:
         from faircl.cli.runs import checkpoint_epoch  # deferred: torch and Lightning, only for this command
