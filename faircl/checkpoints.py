@@ -64,8 +64,8 @@ def _diagnose(path: Path, err: BaseException) -> str:
                       msg, flags=re.IGNORECASE)
     if isinstance(err, pickle.UnpicklingError) and found:
         name = found.group(1) or found.group(2)
-        return (f"refused: the file holds code ({name}), not only tensors and plain data; faircl never runs code "
-                "from files")
+        return (f"refused: the file holds code ({name}), not plain tensors and data; faircl never runs code from "
+                "files")
     if is_pickle:
         return f"truncated or corrupt pickle data ({size} bytes; {_first_line(err)})"
     return f"corrupt checkpoint archive ({_first_line(err)})"
@@ -156,7 +156,7 @@ class AtomicCheckpointIO(TorchCheckpointIO):
 
     def load_checkpoint(self, path: Any, map_location: Any = "cpu", weights_only: bool | None = None) -> dict:
         if weights_only is False:
-            raise CheckpointError(f"checkpoint {str(path)!r}: loading with weights_only set to False is not allowed by "
+            raise CheckpointError(f"checkpoint {str(path)!r}: loading with weights_only=False is not allowed by "
                                   f"{type(self).__name__} (it would run code from the file)")
         return load_checkpoint(path, map_location=map_location)
 
