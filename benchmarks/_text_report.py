@@ -3,6 +3,7 @@ the permuted-attribute control), then the tables, the selected epochs, Chi's gri
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
@@ -120,12 +121,19 @@ def plot(raw: dict, path: Path) -> None:
 
 
 def save_raw(path: Path, raw: dict[str, Any]) -> None:
+    """Write the raw results as JSON (gzip-compressed when ``path`` ends in ``.gz``: the per-row predictions of
+    every seed make the plain file several MB)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(raw, allow_nan=True, separators=(",", ":")))
+    text = json.dumps(raw, allow_nan=True, separators=(",", ":"))
+    if path.suffix == ".gz":
+        path.write_bytes(gzip.compress(text.encode(), mtime=0))
+    else:
+        path.write_text(text)
 
 
 def load_raw(path: Path) -> dict[str, Any]:
-    return json.loads(Path(path).read_text())
+    path = Path(path)
+    return json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
 
 
 def write_report(out: Path, raw: dict[str, Any]) -> None:

@@ -3,9 +3,9 @@ real and strongly encoded.
 
     .venv/bin/python benchmarks/text_fairness.py            # full run (see the results file for its wall time)
     .venv/bin/python benchmarks/text_fairness.py --quick    # smoke run (2 seeds, few epochs, small subsets)
-    .venv/bin/python benchmarks/text_fairness.py --render benchmarks/results/text_fairness.json  # no training
+    .venv/bin/python benchmarks/text_fairness.py --render benchmarks/results/text_fairness.json.gz  # no training
 
-Writes ``benchmarks/results/text_fairness.md`` (verdicts first), ``.json`` (every per-seed report with its per-row
+Writes ``benchmarks/results/text_fairness.md`` (verdicts first), ``.json.gz`` (every per-seed report with its per-row
 test and validation predictions) and ``text_fairness_tradeoff.png``. Every fit keeps each epoch of its final stage;
 each claim is judged on the epoch its paper's selection rule picks (Shen: lowest validation GAP within 1 point of
 the best validation accuracy; Chi: best validation F1) and, as a second family, on the epoch of lowest validation
@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--methods", default="", help="comma-separated subset of the main methods ('' = all; 'Con_*' = "
                    "both Con_* variants)")
     p.add_argument("--lr", type=float, default=3e-3, help="Adam learning rate over frozen features (fairlib)")
-    p.add_argument("--render", metavar="JSON", help="rewrite the results file from a saved .json (no training)")
+    p.add_argument("--render", metavar="JSON",
+                   help="rewrite the results file from a saved .json / .json.gz (no training)")
     args = p.parse_args(argv)
     if args.render:
         write_report(Path(args.out), load_raw(Path(args.render)))
@@ -162,9 +163,10 @@ def main(argv: list[str] | None = None) -> None:
         raw["seconds"]["hate"] = time.perf_counter() - t0
     raw["total"] = time.perf_counter() - started
     out = Path(args.out)
-    save_raw(out.with_suffix(".json"), raw)
-    write_report(out, load_raw(out.with_suffix(".json")))
-    log(f"wrote {out} (+ .json, _tradeoff.png) in {raw['total'] / 60:.1f} min")
+    raw_path = out.with_name(out.stem + ".json.gz")
+    save_raw(raw_path, raw)
+    write_report(out, load_raw(raw_path))
+    log(f"wrote {out} (+ .json.gz, _tradeoff.png) in {raw['total'] / 60:.1f} min")
 
 
 if __name__ == "__main__":

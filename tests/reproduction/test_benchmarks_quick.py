@@ -3,6 +3,7 @@ section is the summary table (claim — protocol — paper effect — our effect
 
 from __future__ import annotations
 
+import gzip
 import os
 import subprocess
 import sys
@@ -54,11 +55,11 @@ def test_text_fairness_quick(data_dir, tmp_path):
     control = md[md.index("## Control"):].split("\n\n")[2].splitlines()[2:]
     assert control and all("**untestable**" in r for r in control), control
     assert "Polish hate speech" in md and "users" in md  # why it was removed
-    raw = (out.with_suffix(".json")).read_text()
+    raw = gzip.decompress(out.with_name(out.stem + ".json.gz").read_bytes()).decode()
     assert '"test_pred"' in raw and '"selected_epoch"' in raw
     # --render rewrites the same file from the JSON
     again = tmp_path / "again.md"
-    res = _run(["benchmarks/text_fairness.py", "--render", str(out.with_suffix(".json")), "--out", str(again)],
+    res = _run(["benchmarks/text_fairness.py", "--render", str(out.with_name(out.stem + ".json.gz")), "--out", str(again)],
                data_dir, 300)
     assert res.returncode == 0, res.stderr[-3000:]
     assert again.read_text().replace("again_tradeoff", "text_fairness_tradeoff") == md
