@@ -260,12 +260,15 @@ class EpochSeed(L.Callback):
 
 
 def check_finite_terms(terms: dict[str, torch.Tensor], batch: dict[str, Any],
-                       context: str | Callable[[], str]) -> None:
+                       context: str | Callable[[], str], stacked: torch.Tensor | None = None) -> None:
     """Raise ``FloatingPointError`` naming ``context`` (the step; a callable is called only when raising), the first
     non-finite term and the batch's ``idx``.
 
-    One device sync: every term is checked in a single ``isfinite`` over their concatenation.
+    One device sync: every term is checked in a single ``isfinite`` over their concatenation (``stacked``, one value
+    per scalar term, when the caller already has it).
     """
+    if stacked is not None and bool(torch.isfinite(stacked).all()):
+        return
     values = [v.detach().float().reshape(-1) for v in terms.values()]
     if not values:
         return

@@ -36,7 +36,7 @@ from faircl.methods.passes import collect as collect_rows
 from faircl.methods.scale import cached_training_step, rewrap_ddp
 from faircl.methods.selection import monitor_mode as resolve_monitor_mode
 from faircl.methods.selection import monitor_spec, selection_scores
-from faircl.methods.steplog import log_epoch_terms, record_train_terms
+from faircl.methods.steplog import log_epoch_terms, record_train_terms, stack_terms
 from faircl.metrics import GroupFairness
 from faircl.metrics.leakage import linear_leakage
 from faircl.models import build_encoder, mlp
@@ -323,10 +323,11 @@ class FairModule(L.LightningModule):
             terms = self.losses(batch, self.step_outputs(batch))
         if "loss" not in terms:
             raise KeyError(f"{type(self).__name__}.losses() must return a 'loss' entry, got {sorted(terms)}")
+        stacked = stack_terms(terms)  # one vector for the finite check and the epoch sums
         if self.check_finite_loss:  # stop at the first NaN / inf term, naming the step, the term and the rows
             check_finite_terms(terms, batch, lambda: f"{type(self).__name__} at global step {self.global_step} "
-                               f"(epoch {self.current_epoch}, stage {self.stage!r})")
-        record_train_terms(self, terms, self.batch_rows(batch))  # per step vs per epoch: see faircl.methods.steplog
+                               f"(epoch {self.current_epoch}, stage {self.stage!r})", stacked)
+        record_train_terms(self, terms, self.batch_rows(batch), stacked)  # per step or per epoch: see steplog
         return terms["loss"]
 
     def on_train_epoch_end(self) -> None:

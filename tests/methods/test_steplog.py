@@ -13,7 +13,8 @@ from lightning.pytorch.loggers import CSVLogger
 
 from faircl.data import BiasedFeatures
 from faircl.methods import CE
-from faircl.methods.steplog import EpochTerms
+from faircl.checkpoints import check_finite_terms
+from faircl.methods.steplog import EpochTerms, stack_terms
 from faircl.testing import quiet_trainer_kwargs
 
 
@@ -76,3 +77,25 @@ def test_epoch_terms_weight_by_rows_and_skip_absent_terms():
     assert float(means["loss"]) == pytest.approx((3 * 1.0 + 1 * 3.0) / 4)
     assert float(means["probe"]) == pytest.approx(4.0)
     assert EpochTerms().means() == {}
+
+
+def test_epoch_terms_sum_one_vector_per_term_set_and_fall_back_for_non_scalars():
+    acc = EpochTerms()
+    for step in range(3):  # the same names step after step: one running vector
+        acc.add({"loss": torch.tensor(float(step)), "ce": torch.tensor(2.0 * step)}, 2)
+    acc.add({"ce": torch.tensor(10.0), "loss": torch.tensor(20.0)}, 4)  # another order: another vector
+    acc.add({"loss": torch.tensor([1.0, 3.0])}, 2)  # a non-scalar term counts by its mean
+    means = acc.means()
+    loops = {"loss": [(0.0, 2), (1.0, 2), (2.0, 2), (20.0, 4), (2.0, 2)],
+             "ce": [(0.0, 2), (2.0, 2), (4.0, 2), (10.0, 4)]}
+    for name, pairs in loops.items():
+        want = sum(v * r for v, r in pairs) / sum(r for _, r in pairs)
+        assert float(means[name]) == pytest.approx(want)
+    assert stack_terms({"a": torch.tensor([1.0, 2.0])}) is None and stack_terms({}) is None
+
+
+def test_finite_check_with_a_stacked_vector_names_the_term():
+    terms = {"loss": torch.tensor(1.0), "fcl": torch.tensor(float("nan"))}
+    with pytest.raises(FloatingPointError, match="'fcl' is nan"):
+        check_finite_terms(terms, {"idx": torch.arange(3)}, "step 7", stack_terms(terms))
+    check_finite_terms({"loss": torch.tensor(1.0)}, {}, "step 8", stack_terms({"loss": torch.tensor(1.0)}))
