@@ -162,7 +162,10 @@ def seat_mean_abs_effect(tests: Sequence[SeatItems], unit_weights: np.ndarray | 
     out, off = [], 0
     for t in tests:
         k = len(t.unit_in_x)
-        w = np.ones((1, len(t.s))) if unit_weights is None else np.atleast_2d(unit_weights)[:, off:off + k][:, t.cluster]
+        if unit_weights is None:
+            w = np.ones((1, len(t.s)))
+        else:
+            w = np.atleast_2d(unit_weights)[:, off:off + k][:, t.cluster]
         out.append(np.abs(_weighted_d(t.s, t.in_x, w)))
         off += k
     return np.nanmean(np.stack(out), axis=0)
