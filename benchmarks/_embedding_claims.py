@@ -89,7 +89,9 @@ def evidence(runs: list[dict], head: str, key: str, n_perm: int, n_boot: int) ->
         effect = paired_item_bootstrap(stat, base, meth, cat[test], n_boot)
         bias = tuple(grouped_label_null(m0[i], f0[i], [cells[j] for j in i], cat[i], n_perm, split=s)
                      for i, s in ((test, "test"), (val, "validation")))
-        return {"effect": effect, "bias": bias, "items": (f"{len(test)} queries", f"{len(val)} queries")}
+        every = grouped_label_null(m0, f0, cells, cat, n_perm, split="all items (reference only)")
+        return {"effect": effect, "bias": bias, "items": (f"{len(test)} queries", f"{len(val)} queries"),
+                "reference": (every, f"{len(m0)} queries")}
     name = "crows" if key.startswith("crows") else "stereoset"
     prefs = _prefs(base[0], name)
     test, val = half_split(len(prefs))
@@ -97,7 +99,9 @@ def evidence(runs: list[dict], head: str, key: str, n_perm: int, n_boot: int) ->
                                    np.zeros(len(test)), n_boot)
     bias = tuple(binomial_preference_null(prefs[i], split=s) for i, s in ((test, "test"), (val, "validation")))
     unit = "pairs" if name == "crows" else "items"
-    return {"effect": effect, "bias": bias, "items": (f"{len(test)} {unit}", f"{len(val)} {unit}")}
+    every = binomial_preference_null(prefs, split="all items (reference only)")
+    return {"effect": effect, "bias": bias, "items": (f"{len(test)} {unit}", f"{len(val)} {unit}"),
+            "reference": (every, f"{len(prefs)} {unit}")}
 
 
 def null_table(rows: list[tuple[str, dict]]) -> list[str]:
@@ -105,7 +109,8 @@ def null_table(rows: list[tuple[str, dict]]) -> list[str]:
     lines = ["## The original encoder's bias against its null", "",
              "Is there a bias to remove? The original all-MiniLM-L6-v2's score on each sample against the score of "
              "an encoder without the preference (the null; ×100, as the summary). *Real* = above the null's 95th "
-             "percentile; a claim is testable only if it is real on the test **and** the validation sample. "
+             "percentile; a claim is testable only if it is real on the test **and** the validation sample (the "
+             "rows *all items* pool the two halves, for reference only: the rule does not use them). "
              "Interval: 95% bootstrap over the sample's items (SEAT: target words; Bias-IR: queries within "
              "categories).", "",
              "| claim | sample | items | original | 95% interval | null mean | null 95% | p | real? |",
@@ -116,7 +121,8 @@ def null_table(rows: list[tuple[str, dict]]) -> list[str]:
             text = ev["bias_text"].replace("|", "\\|")
             lines.append(f"| {claim} | — | — | — | — | — | — | — | {text} |")
             continue
-        for t, n in zip(ev["bias"], ev["items"]):
+        pairs = list(zip(ev["bias"], ev["items"])) + ([ev["reference"]] if ev.get("reference") else [])
+        for t, n in pairs:
             ci = "—" if not np.isfinite(t.lo) else f"[{100 * t.lo:.1f}, {100 * t.hi:.1f}]"
             lines.append(f"| {claim} | {t.split} | {n} | {100 * t.observed:.1f} | {ci} | {100 * t.null_mean:.1f} | "
                          f"{100 * t.null_q95:.1f} | {t.p_value:.3g} | {'yes' if t.real else '**no**'} |")
