@@ -1,5 +1,6 @@
-"""Results file of ``benchmarks/embedding_fairness.py``: the verdict table first, then the per-source CCED, every
-metric over seeds, SEAT / Bias-IR details, CCD's bandwidth under the median and the literal variance rule, training."""
+"""Results file of ``benchmarks/embedding_fairness.py``: the verdict table first, then the original encoder's bias
+against its item-level null (``_embedding_claims.py``), the per-source CCED, every metric over seeds, SEAT / Bias-IR
+details, CCD's bandwidth under the median and the literal variance rule, training."""
 
 from __future__ import annotations
 
@@ -300,8 +301,10 @@ def _notes(meta) -> list[str]:
              f"gender intrasentence items, {ev['bias_ir']} Bias-IR queries (all categories), "
              f"{meta['n_probe']} Bias-in-Bios biographies for the utility probe (constant predictor "
              f"{100 * meta['constant_acc']:.1f}%).",
-             "- The intervals cover the seed-to-seed variation (training draw and order, sampled test tuples); the "
-             "fixed benchmark subsets add sampling error of their own that 3 seeds cannot show.",
+             "- The summary's intervals cover the seed-to-seed variation (training draw and order, sampled test "
+             "tuples) and, for SEAT, Bias-IR and CrowS/StereoSet, whose items are the same for every seed, the items' "
+             "sampling (bootstrap of the items nested in the seeds); the mean ± sd tables below show the seeds' "
+             "spread only.",
              "- Sentences of the Bias-in-Bios sample biographies can be among the training tuples while the same "
              "biographies feed the utility probe (its labels are never used in training).",
              f"- MiniLM speed measured side by side at the start: fp32 {meta['speed']['fp32']:.0f} sentences/s, "
