@@ -24,6 +24,18 @@ Nulls (each compared with the observed score at its 95th percentile):
 seeds' spread and the items' sampling (one resample of the items, stratified, shared by every seed and both models),
 with Satterthwaite's degrees of freedom, as :func:`faircl.eval.compare.paired_bootstrap` does for rows. All values
 are fractions (``|d|`` as it is); a reduction is negative.
+
+Example (CrowS-Pairs-style preferences of a deterministic baseline encoder and of three trained seeds)::
+
+    from faircl.eval.compare import ClaimEvidence, decide, paired_seed_comparison
+    from faircl.eval.item_nulls import binomial_preference_null, paired_item_bootstrap, preference_deviation
+
+    bias = (binomial_preference_null(base_prefs[test], split="test"),
+            binomial_preference_null(base_prefs[val], split="validation"))
+    stat = lambda prefs, w: preference_deviation(prefs[test], w)
+    effect = paired_item_bootstrap(stat, [base_prefs] * 3, method_prefs_by_seed, strata=[0] * len(test))
+    verdict, = decide([ClaimEvidence("M moves the score toward 50", effect,
+                                     paired_seed_comparison(base_acc, method_acc), -0.096, bias)])
 """
 
 from __future__ import annotations
