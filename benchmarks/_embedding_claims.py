@@ -60,9 +60,17 @@ def _ir(items: dict):
             np.array([x["category"] for x in q]))
 
 
-def evidence(runs: list[dict], head: str, key: str, n_perm: int, n_boot: int) -> dict:
+def _splits(real_on, strata, n_splits: int, n: int | None = None) -> tuple[int, int]:
+    """In how many of ``n_splits`` other random half-splits (seeds 1000, 1001, …) both halves are real."""
+    n = len(strata) if n is None else n
+    both = sum(all(real_on(i) for i in half_split(n, strata, 1000 + k)) for k in range(n_splits))
+    return both, n_splits
+
+
+def evidence(runs: list[dict], head: str, key: str, n_perm: int, n_boot: int, n_splits: int = 1000) -> dict:
     """``effect`` (:class:`Effect`), ``bias`` (BiasTests, empty for CCED), ``bias_text``, ``items`` (test / val
-    counts) of one claim; the baseline is the ``original`` model of every seed."""
+    counts), ``reference`` (the null on all items) and ``splits`` (other half-splits with both halves real, of how
+    many) of one claim; the baseline is the ``original`` model of every seed."""
     base = [r["models"]["original"]["items"] for r in runs]
     meth = [r["models"][head]["items"] for r in runs]
     if key in ("cced_heldout", "cced_in"):
@@ -90,8 +98,13 @@ def evidence(runs: list[dict], head: str, key: str, n_perm: int, n_boot: int) ->
         bias = tuple(grouped_label_null(m0[i], f0[i], [cells[j] for j in i], cat[i], n_perm, split=s)
                      for i, s in ((test, "test"), (val, "validation")))
         every = grouped_label_null(m0, f0, cells, cat, n_perm, split="all items (reference only)")
+
+        def real_on(i):
+            return grouped_label_null(m0[i], f0[i], [cells[j] for j in i], cat[i], min(n_perm, 1000),
+                                      n_bootstrap=0).real
+
         return {"effect": effect, "bias": bias, "items": (f"{len(test)} queries", f"{len(val)} queries"),
-                "reference": (every, f"{len(m0)} queries")}
+                "reference": (every, f"{len(m0)} queries"), "splits": _splits(real_on, cat, n_splits // 10)}
     name = "crows" if key.startswith("crows") else "stereoset"
     prefs = _prefs(base[0], name)
     test, val = half_split(len(prefs))
@@ -100,8 +113,9 @@ def evidence(runs: list[dict], head: str, key: str, n_perm: int, n_boot: int) ->
     bias = tuple(binomial_preference_null(prefs[i], split=s) for i, s in ((test, "test"), (val, "validation")))
     unit = "pairs" if name == "crows" else "items"
     every = binomial_preference_null(prefs, split="all items (reference only)")
+    splits = _splits(lambda i: binomial_preference_null(prefs[i], n_bootstrap=0).real, None, n_splits, len(prefs))
     return {"effect": effect, "bias": bias, "items": (f"{len(test)} {unit}", f"{len(val)} {unit}"),
-            "reference": (every, f"{len(prefs)} {unit}")}
+            "reference": (every, f"{len(prefs)} {unit}"), "splits": splits}
 
 
 def null_table(rows: list[tuple[str, dict]]) -> list[str]:
@@ -126,6 +140,11 @@ def null_table(rows: list[tuple[str, dict]]) -> list[str]:
             ci = "—" if not np.isfinite(t.lo) else f"[{100 * t.lo:.1f}, {100 * t.hi:.1f}]"
             lines.append(f"| {claim} | {t.split} | {n} | {100 * t.observed:.1f} | {ci} | {100 * t.null_mean:.1f} | "
                          f"{100 * t.null_q95:.1f} | {t.p_value:.3g} | {'yes' if t.real else '**no**'} |")
+    split_notes = [f"{claim.split(' (')[0]}: {b} of {k}" for claim, ev in rows if ev.get("splits")
+                   for b, k in [ev["splits"]]]
+    if split_notes:
+        lines += ["", "Does the verdict hang on the one split of the items into halves? Other random half-splits "
+                  f"(seeds 1000, 1001, …) in which both halves exceed their null: {'; '.join(split_notes)}."]
     return lines + [""]
 
 

@@ -116,7 +116,7 @@ def claim_rows(runs, meta) -> list[tuple[str, str, object, dict]]:
             continue
         name = f"{claim} ({head.removeprefix('CCD ')})"
         if has_items:
-            ev = evidence(runs, head, key, n_perm, n_boot)
+            ev = evidence(runs, head, key, n_perm, n_boot, 20 if a.quick else 1000)
             if ev["items"] and key != "seat_mean_abs_effect_size":
                 protocol = protocol + "; judged on the test half, " + ev["items"][0]
             out.append((name, protocol.format(**fill),

@@ -106,6 +106,7 @@ def test_render_judges_every_claim_against_its_null(tmp_path, claims):
     assert "validation (word tests)" in seat and "**untestable**" not in seat
     assert "not defined" in rows["CCD lowers CCED on held-out sources (β=1)"]
     assert "## The original encoder's bias against its null" in lines
+    assert any(ln.startswith("Does the verdict hang on the one split") for ln in lines)
 
 
 def test_half_split_is_disjoint_stratified_and_fixed(claims):
