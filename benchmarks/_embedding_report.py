@@ -1,5 +1,6 @@
-"""Results file of ``benchmarks/embedding_fairness.py``: the verdict table first, then the per-source CCED, every
-metric over seeds, SEAT / Bias-IR details, CCD's bandwidth under the median and the literal variance rule, training."""
+"""Results file of ``benchmarks/embedding_fairness.py``: the verdict table first, then the original encoder's bias
+against its item-level null (``_embedding_claims.py``), the per-source CCED, every metric over seeds, SEAT / Bias-IR
+details, CCD's bandwidth under the median and the literal variance rule, training."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import math
 from pathlib import Path
 
 import numpy as np
+from _embedding_claims import SPLIT_SEED, evidence, null_table
 from _stats import RULE as SHARED_RULE
-from _stats import SUMMARY_HEADER, paired_difference, summary_claim, summary_table, t_interval
+from _stats import SUMMARY_HEADER, decide_rows, summary_claim
 
 # (claim, metric key, ideal value or None (lower is better), protocol)
 CLAIMS = (
@@ -39,15 +41,26 @@ PAPER = {"cced_heldout": -0.272, "cced_in": -0.272, "seat_mean_abs_effect_size":
 
 RULE = [
     SHARED_RULE,
-    "Here the baseline is the original encoder and the method CCD, paired by seed; the runs saved per-seed summary "
-    "numbers only, so the original's bias is **not checked against a null** and the changes are paired t-tests over "
-    "the seeds. Paper effects: CCD-CDA on RoBERTa (the paper's Tables 3, 5, 6), the variant closest to the offline "
-    "CDA tuples used here. For the scores whose ideal is 50 (CrowS-Pairs, StereoSet ss) the judged quantity is the "
-    "distance |x − 50|, so a move past 50 is not counted as a gain; Bias-IR is judged by its deviation |male share "
-    "− 0.5| (per category, then averaged). The utility row is a non-inferiority test outside the Holm family: "
-    "*holds* when the lower end of the interval of the accuracy change is ≥ −2 points. Every value in the table is "
-    "×100 (CCED and SEAT |d| are not percentages: ×100 only for legibility). The utility column is the change of "
-    "the Bias-in-Bios profession probe's accuracy (points).",
+    "Here the baseline is the original encoder and the method CCD, paired by seed. **Is there a bias to remove?** "
+    "The original's score is compared with an item-level null (`faircl.eval.item_nulls`; the section after the "
+    "summary gives every number): CrowS-Pairs and StereoSet ss, the exact binomial null of no preference "
+    "(|share − 50| against the 95th percentile of |K/n − 50| with K ~ Binomial(n, ½)); SEAT, the permutation of "
+    "each test's target *words* between X and Y (all sentences of a word move together: template sentences of one "
+    "word are not exchangeable), mean |d| over the 6 tests; Bias-IR, the gender labels permuted within each "
+    "document's three wordings (a retriever that ranks a document's male and female wording at random). It must be "
+    "real on the test items **and** on a second sample: SEAT's word-level tests of the same names; for CrowS-Pairs, "
+    "StereoSet and Bias-IR, whose items are one set each, a validation half split off once "
+    f"(seed {SPLIT_SEED}; Bias-IR within categories) — these claims are judged on the test half only. CCED has no "
+    "null (the row says why) and is decided on the change alone. **The change** is paired by seed with the "
+    "benchmark items' bootstrap nested inside (seeds × items, 2,000 resamples of the items shared by every seed and "
+    "both models; SEAT resamples target words), except CCED, whose tuples every seed draws anew (the seeds' spread "
+    "already holds their sampling: paired t-test over seeds). Paper effects: CCD-CDA on RoBERTa (the paper's "
+    "Tables 3, 5, 6), the variant closest to the offline CDA tuples used here. For the scores whose ideal is 50 "
+    "(CrowS-Pairs, StereoSet ss) the judged quantity is the distance |x − 50|, so a move past 50 is not counted as a "
+    "gain; Bias-IR is judged by its deviation |male share − 0.5| (per category, then averaged). The utility row is a "
+    "non-inferiority test outside the Holm family: *holds* when the lower end of the interval of the accuracy change "
+    "is ≥ −2 points. Every value in the table is ×100 (CCED and SEAT |d| are not percentages: ×100 only for "
+    "legibility). The utility column is the change of the Bias-in-Bios profession probe's accuracy (points).",
 ]
 
 
@@ -78,20 +91,53 @@ def utility_row(name: str, protocol: str, base_acc: list[float], new_acc: list[f
             f"{e.n_seeds} seeds) |")
 
 
-def summary_lines(runs, meta) -> list[str]:
-    head = meta["headline"]
-    fill = _fill(meta)
-    base_acc, new_acc = _vals(runs, "original", "utility_accuracy"), _vals(runs, head, "utility_accuracy")
-    rows = []
+def _row(protocol: str, v, bias_text: str) -> str:
+    paper = "—" if v.paper_effect is None else f"{100 * v.paper_effect:+.1f}"
+    bias = "; ".join(t.describe() for t in v.bias) or bias_text
+    cells = [v.name, protocol, paper, v.effect.fmt(), "—" if math.isnan(v.p_holm) else f"{v.p_holm:.3g}",
+             f"{100 * v.mde:.1f}" if math.isfinite(v.mde) else "∞", v.utility.fmt(), bias,
+             f"**{v.verdict}** ({v.reason}; {v.effect.n_seeds} seeds)"]
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def claim_rows(runs, meta) -> list[tuple[str, str, object, dict]]:
+    """(claim name, protocol, ClaimEvidence, evidence dict) of every claim whose values are finite."""
+    from faircl.eval.compare import ClaimEvidence, paired_seed_comparison
+
+    head, fill, a = meta["headline"], _fill(meta), meta["args"]
+    utility = paired_seed_comparison(_vals(runs, "original", "utility_accuracy"), _vals(runs, head, "utility_accuracy"))
+    has_items = all("items" in r["models"][m] for r in runs for m in ("original", head))
+    n_perm = max(1000, int(a.permutations)) if not a.quick else int(a.permutations)
+    n_boot = 200 if a.quick else 2000
+    out = []
     for claim, key, ideal, protocol in CLAIMS:
         b, m = _vals(runs, "original", key), _vals(runs, head, key)
-        if ideal is not None:  # distance from the ideal, in fractions (×100 in the table = points)
-            b, m = [abs(x - ideal) / 100 for x in b], [abs(x - ideal) / 100 for x in m]
         if not all(math.isfinite(x) for x in b + m):
             continue
-        rows.append((protocol.format(**fill), summary_claim(f"{claim} ({head.removeprefix('CCD ')})", b, m, base_acc,
-                                                            new_acc, paper_effect=PAPER[key])))
-    table = summary_table(rows, margin=MAX_DROP) if rows else list(SUMMARY_HEADER)
+        name = f"{claim} ({head.removeprefix('CCD ')})"
+        if has_items:
+            ev = evidence(runs, head, key, n_perm, n_boot, 20 if a.quick else 1000)
+            if ev["items"] and key != "seat_mean_abs_effect_size":
+                protocol = protocol + "; judged on the test half, " + ev["items"][0]
+            out.append((name, protocol.format(**fill),
+                        ClaimEvidence(name, ev["effect"], utility, PAPER[key], ev["bias"]), ev))
+            continue
+        if ideal is not None:  # distance from the ideal, in fractions (×100 in the table = points)
+            b, m = [abs(x - ideal) / 100 for x in b], [abs(x - ideal) / 100 for x in m]
+        ev = {"bias": (), "bias_text": "not checked (this run saved no per-item outputs)", "items": None}
+        out.append((name, protocol.format(**fill), summary_claim(name, b, m, _vals(runs, "original",
+                    "utility_accuracy"), _vals(runs, head, "utility_accuracy"), paper_effect=PAPER[key]), ev))
+    return out
+
+
+def summary_lines(runs, meta, rows=None) -> list[str]:
+    head = meta["headline"]
+    fill = _fill(meta)
+    rows = claim_rows(runs, meta) if rows is None else rows
+    decided = decide_rows([(p, ev) for _, p, ev, _ in rows], margin=MAX_DROP) if rows else []
+    table = list(SUMMARY_HEADER) + [_row(p, v, extra.get("bias_text", ""))
+                                    for (p, v), (_, _, _, extra) in zip(decided, rows)]
+    base_acc, new_acc = _vals(runs, "original", "utility_accuracy"), _vals(runs, head, "utility_accuracy")
     return table + [utility_row(f"CCD keeps utility ({head.removeprefix('CCD ')})",
                                 f"Bias-in-Bios profession probe, {fill['probe']}; baseline column = the original's "
                                 "accuracy", base_acc, new_acc)]
@@ -113,6 +159,7 @@ def write_report(path: Path, runs: list[dict], meta: dict) -> None:
     n_seeds = len(runs)
     seeds = ", ".join(str(r["seed"]) for r in runs)
     c0 = runs[0]["counts"]
+    rows = claim_rows(runs, meta)
     lines = ["# Embedding fairness: all-MiniLM-L6-v2 before and after CCD", "",
              f"Regenerate: `{cmd}` (took {meta['total'] / 60:.1f} min on this machine: 2 shared CPU cores, "
              f"{a.threads} torch thread; MiniLM fp32 encoding speed measured at the start: "
@@ -130,7 +177,8 @@ def write_report(path: Path, runs: list[dict], meta: dict) -> None:
               f"({', '.join(a.heldout_list)}). all-MiniLM-L6-v2 has no masked-LM head, so CrowS-Pairs and StereoSet "
               "are the **embedding-similarity variants** (`faircl/eval/embedding_bias.py`), not the paper's "
               "masked-LM scores.", "", *RULE, "",
-              *summary_lines(runs, meta), ""]
+              *summary_lines(runs, meta, rows), ""]
+    lines += null_table([(name, extra) for name, _, _, extra in rows])
     lines += _sources(runs, meta) + _cced_table(runs, models, meta) + _metrics_table(runs, models)
     lines += _seat_bias_ir(runs, models) + _bandwidth(runs) + _training(runs, meta) + _notes(meta)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -253,8 +301,10 @@ def _notes(meta) -> list[str]:
              f"gender intrasentence items, {ev['bias_ir']} Bias-IR queries (all categories), "
              f"{meta['n_probe']} Bias-in-Bios biographies for the utility probe (constant predictor "
              f"{100 * meta['constant_acc']:.1f}%).",
-             "- The intervals cover the seed-to-seed variation (training draw and order, sampled test tuples); the "
-             "fixed benchmark subsets add sampling error of their own that 3 seeds cannot show.",
+             "- The summary's intervals cover the seed-to-seed variation (training draw and order, sampled test "
+             "tuples) and, for SEAT, Bias-IR and CrowS/StereoSet, whose items are the same for every seed, the items' "
+             "sampling (bootstrap of the items nested in the seeds); the mean ± sd tables below show the seeds' "
+             "spread only.",
              "- Sentences of the Bias-in-Bios sample biographies can be among the training tuples while the same "
              "biographies feed the utility probe (its labels are never used in training).",
              f"- MiniLM speed measured side by side at the start: fp32 {meta['speed']['fp32']:.0f} sentences/s, "

@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from _embedding_items import CachedEmbed, check_against_summary, item_outputs  # noqa: E402
 from _embedding_report import write_report  # noqa: E402
 
 from faircl.data.counterfactual import CDA, AttributeLexicon, make_cda_tuples, read_texts  # noqa: E402
@@ -127,13 +128,18 @@ def tuple_embeddings(embed, tuples) -> torch.Tensor:
     return h.reshape(len(tuples), len(tuples[0]), -1)
 
 
-def cced_by_source(embed, parts: dict[str, list]) -> tuple[dict[str, float], dict[str, torch.Tensor]]:
-    """CCED per source (mean over its tuples) and the neutral embeddings per source."""
+def cced_by_source(embed, parts: dict[str, list], per_tuple: dict | None = None
+                   ) -> tuple[dict[str, float], dict[str, torch.Tensor]]:
+    """CCED per source (mean over its tuples) and the neutral embeddings per source; ``per_tuple`` (when given)
+    receives every tuple's CCED per source."""
     scores, neutral = {}, {}
     for s, tuples in parts.items():
         h = tuple_embeddings(embed, tuples)
-        scores[s] = float(cced(h[:, :-1], h[:, -1]).mean())
+        values = cced(h[:, :-1], h[:, -1])
+        scores[s] = float(values.mean())
         neutral[s] = h[:, -1]
+        if per_tuple is not None:
+            per_tuple[s] = [round(float(v), 7) for v in values]
     return scores, neutral
 
 
@@ -322,7 +328,13 @@ def main(argv=None) -> None:
 
     def benchmarks(name, embed, embedder=None):
         t0 = time.perf_counter()
-        r = eb.evaluate_all(embed, data_dir, embedder=embedder, **subset)
+        cached = CachedEmbed(embed)
+        r = eb.evaluate_all(cached, data_dir, embedder=embedder, **subset)
+        r["items"] = item_outputs(cached, data_dir, seat_max=args.seat_max or None, crows_max=args.crows_max or None,
+                                  stereoset_max=args.stereoset_max or None,
+                                  bias_ir_queries=args.bias_ir_queries or None)
+        for problem in check_against_summary(r["items"], r):
+            log(f"WARNING per-item outputs disagree with the summary: {problem}")
         log(f"benchmarks of {name} in {time.perf_counter() - t0:.0f}s: SEAT |d| {r['seat_mean_abs_effect_size']:.3f}"
             f", Bias-IR dev {r['bias_ir_deviation']:.3f}, utility {r['utility_accuracy']:.3f}")
         return r
@@ -354,11 +366,13 @@ def run_seed(seed: int, pools, original, base_bench, benchmarks, headline: str, 
     train, val = flat(split["train"], shuffle_seed=seed), flat(split["val"])
     run = {"seed": seed, "counts": {k: {s: len(v) for s, v in p.items()} for k, p in split.items()},
            "models": {}, "train_info": {}}
-    in_o, _ = cced_by_source(original, split["test_in"])
-    out_o, neutral_o = cced_by_source(original, split["test_out"])
+    per_tuple: dict[str, list[float]] = {}
+    in_o, _ = cced_by_source(original, split["test_in"], per_tuple)
+    out_o, neutral_o = cced_by_source(original, split["test_out"], per_tuple)
     base = run["models"]["original"] = {
         **base_bench, "cced_in": pooled(in_o, split["test_in"]), "cced_heldout": pooled(out_o, split["test_out"]),
-        "rep_distance": 0.0, **{f"cced/{s}": v for s, v in {**in_o, **out_o}.items()}}
+        "rep_distance": 0.0, **{f"cced/{s}": v for s, v in {**in_o, **out_o}.items()},
+        "items": {**base_bench["items"], "cced": per_tuple}}
     t0 = time.perf_counter()
     bw = run["bandwidth"] = bandwidth_stats(original, train[:args.rho_rows])
     rho = bw["median"]["rho"]
@@ -376,21 +390,23 @@ def run_seed(seed: int, pools, original, base_bench, benchmarks, headline: str, 
                 model.save_pretrained(tmp)
                 exported = eb.TextEmbedder(tmp)
                 res = benchmarks(f"{name} seed {seed}", exported, exported)
-                res.update(_cced_fields(exported, split, neutral_o))
+                res.update(_cced_fields(exported, split, neutral_o, res["items"]))
         else:
             embed = ccd_embed(model)
             res = benchmarks(f"{name} seed {seed}", embed)
-            res.update(_cced_fields(embed, split, neutral_o))
+            res.update(_cced_fields(embed, split, neutral_o, res["items"]))
         run["models"][name] = res
         log(f"seed {seed}: {name} CCED in {res['cced_in']:.4f}, held-out {res['cced_heldout']:.4f}")
         del model
     return run
 
 
-def _cced_fields(embed, split, neutral_o) -> dict[str, float]:
+def _cced_fields(embed, split, neutral_o, items: dict) -> dict[str, float]:
+    per_tuple: dict[str, list[float]] = {}
     with torch.no_grad():
-        cin, _ = cced_by_source(embed, split["test_in"])
-        cout, neutral = cced_by_source(embed, split["test_out"])
+        cin, _ = cced_by_source(embed, split["test_in"], per_tuple)
+        cout, neutral = cced_by_source(embed, split["test_out"], per_tuple)
+    items["cced"] = per_tuple
     drift = torch.cat([(neutral[s] - neutral_o[s]).norm(dim=1) for s in neutral])
     return {"cced_in": pooled(cin, split["test_in"]), "cced_heldout": pooled(cout, split["test_out"]),
             "rep_distance": float(drift.mean()), **{f"cced/{s}": v for s, v in {**cin, **cout}.items()}}

@@ -122,6 +122,9 @@ def test_embedding_fairness_quick(data_dir, tmp_path):
     verdicts = ("holds", "contradicted", "does not hold", "inconclusive", "untestable", "degenerate")
     assert rows and all(any(f"**{v}**" in r for v in verdicts) for r in rows)
     assert "CCD lowers CCED on held-out sources" in rows[0]
+    assert "not defined" in rows[0]  # CCED has no null; every other claim prints the original's bias vs its null
+    assert all("(null 95%: " in r and "; validation" in r for r in rows[2:6])
+    assert "## The original encoder's bias against its null" in md
     assert any("CCD keeps utility" in r for r in rows)
     assert "| **all held-out sources** | held out |" in md
     assert "variance (paper, literal)" in md
