@@ -10,7 +10,7 @@ seed (same seed = same data order, initialisation and test rows for both) in fiv
    the attribute. The bias is real only if the observed gap exceeds the null's 95th percentile on the test split
    **and** on the validation split (:func:`bias_is_real`). A bootstrap over test rows gives the observed gap's
    interval. Leakage (a probe's accuracy for the attribute) is compared with the majority-group rate, the accuracy of
-   a constant guess (:func:`leakage_null`).
+   a constant guess (:func:`leakage_null`), on the test and the validation split (:func:`leakage_bias_tests`).
 2. **Did the method change it?** (:func:`paired_bootstrap`) Per seed, ``method − baseline`` on the same rows; its
    variance adds the two levels of the seeds × rows design: the seeds' spread (the paired t-test's ``s² / S``) and
    the test rows' sampling, from a bootstrap of the rows shared by every seed and both models. A Student-t interval
