@@ -178,6 +178,7 @@ def _bios_text(raw: dict) -> str:
 
 
 def write_report(out: Path, raw: dict[str, Any]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)  # the plot is written first
     args, argv = raw["args"], raw["argv"]
     machine = ("--out", "--render", "--data")
     shown = [a for i, a in enumerate(argv) if not (a.startswith(machine) or (i and argv[i - 1] in machine))]
@@ -257,5 +258,4 @@ def write_report(out: Path, raw: dict[str, Any]) -> None:
     if raw["parts"].get("chi_grid"):
         plot(raw, png)
         md += ["", f"![TwoStageCL grid]({png.name})"]
-    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(md) + "\n")
