@@ -1,5 +1,6 @@
 """The text benchmark's protocols as frozen features: SynthBios two-class on MiniLM (main), its attribute-permuted
-control, and English hate speech under the controlled stereotype (``benchmarks/text_fairness.py``)."""
+control, English hate speech under the controlled stereotype and the real Bias in Bios samples
+(``benchmarks/text_fairness.py``)."""
 
 from __future__ import annotations
 
@@ -50,30 +51,51 @@ def synthbios_features(n_train: int, n_val: int, n_test: int, copies: int, log, 
     splits = dm.splits
     stereo = np.array([_PROFESSIONS[p][0] for p in dm.class_names])
     key = hashlib.sha1(repr((n_train, n_val, n_test, copies, bias, "minilm-v1")).encode()).hexdigest()[:12]
-    path = cache / f"synthbios2_{key}.pt"
-    if path.is_file():
-        tables = torch.load(path, weights_only=True)
-        log(f"  MiniLM features from the cache {path.name}")
-    else:
-        from faircl.eval.text_encoder import TextEmbedder
-
-        emb = TextEmbedder(batch_size=64)
-        eda = dm.view_transform()
-        t0, n = time.perf_counter(), 0
-        tables = {}
-        for name, ds in splits.items():
-            texts = [str(t) for t in ds.x]
-            sets = [texts] + (distinct_views(texts, eda, copies) if name == "train" else [])
-            tables[name] = [emb(s).float() for s in sets]
-            n += sum(len(s) for s in sets)
-        log(f"  encoded {n} sentences with MiniLM in {time.perf_counter() - t0:.0f}s")
-        cache.mkdir(parents=True, exist_ok=True)
-        torch.save(tables, path)
+    texts = {name: [str(t) for t in ds.x] for name, ds in splits.items()}
+    tables = _encode_splits(texts, copies, dm.view_transform(), cache / f"synthbios2_{key}.pt", log)
     labels = {s: (stereo[ds.y.numpy()], ds.a.numpy()) for s, ds in splits.items()}
     info = {"professions": {p: int(stereo[i]) for i, p in enumerate(dm.class_names)},
             "train_agreement": float(np.mean(labels["train"][0] == labels["train"][1])),
             "identical_view_pairs": identical_pairs(tables["train"])}
     return FrozenFeatures(tables, labels, 2, ["male", "female"], batch_size=256), info
+
+
+def _encode_splits(texts: dict[str, list[str]], copies: int, eda, path: Path, log) -> dict[str, list[torch.Tensor]]:
+    """MiniLM features of every split (train: plus ``copies`` distinct EDA versions), cached at ``path``."""
+    if path.is_file():
+        log(f"  MiniLM features from the cache {path.name}")
+        return torch.load(path, weights_only=True)
+    from faircl.eval.text_encoder import TextEmbedder
+
+    emb = TextEmbedder(batch_size=64)
+    t0, n = time.perf_counter(), 0
+    tables = {}
+    for name, split in texts.items():
+        sets = [split] + (distinct_views(split, eda, copies) if name == "train" else [])
+        tables[name] = [emb(s).float() for s in sets]
+        n += sum(len(s) for s in sets)
+    log(f"  encoded {n} sentences with MiniLM in {time.perf_counter() - t0:.0f}s")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(tables, path)
+    return tables
+
+
+def bios_features(data_dir: Path, copies: int, log, cache: Path = CACHE) -> tuple[FrozenFeatures, dict[str, Any]]:
+    """The real Bias in Bios samples (28 professions × 10 bios, gender): a seeded split stratified by (profession,
+    gender), 55 / 15 / 30%, encoded by the frozen all-MiniLM-L6-v2; train also gets ``copies`` distinct EDA copies."""
+    from faircl.data.text import BiasInBios
+
+    dm = BiasInBios(data_dir=str(data_dir), representation="text", val_fraction=0.15, test_fraction=0.3, seed=0)
+    dm._reported = True
+    splits = dm.splits
+    texts = {s: [str(t) for t in ds.x] for s, ds in splits.items()}
+    key = hashlib.sha1(repr((sorted(texts.items()), copies, "bios-minilm-v1")).encode()).hexdigest()[:12]
+    tables = _encode_splits(texts, copies, dm.view_transform(), cache / f"bios_{key}.pt", log)
+    labels = {s: (ds.y.numpy(), ds.a.numpy()) for s, ds in splits.items()}
+    info = {"rows": {s: len(ds) for s, ds in splits.items()}, "classes": dm.num_classes,
+            "female_share": {s: float(np.mean(a == 1)) for s, (_, a) in labels.items()},
+            "identical_view_pairs": identical_pairs(tables["train"])}
+    return FrozenFeatures(tables, labels, dm.num_classes, ["male", "female"], batch_size=64), info
 
 
 def identical_pairs(train_tables: list[torch.Tensor]) -> float:

@@ -8,18 +8,30 @@ import copy
 import io
 import math
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import lightning as L
 import numpy as np
 import torch
 
 from faircl.data.base import FairDataModule, FairDataset
+from faircl.metrics.leakage import linear_leakage
 from faircl.testing import quiet_trainer_kwargs
 
 ENC = {"encoder": "mlp", "encoder_kwargs": {"hidden_dim": 300, "num_layers": 2}}
 RULES = ("dto", "shen", "chi")
 SHEN_TOLERANCE = 0.01
+
+
+class Spec(NamedTuple):
+    """One method of a grid: its class and arguments, whether it trains on two views, and (``None`` = the
+    protocol's) its batch size and epochs."""
+
+    cls: type
+    kwargs: dict[str, Any]
+    views: bool = False
+    batch_size: int | None = None
+    epochs: int | None = None
 
 
 # ------------------------------------------------------------------------------------------ frozen-feature data
@@ -77,9 +89,12 @@ class FrozenFeatures(FairDataModule):
     def view_transform(self):
         return _DistinctViews(len(self.tables["train"]))
 
-    def with_views(self, views: bool) -> FrozenFeatures:
-        return FrozenFeatures(self.tables, self.labels, self._nc, self.group_names, batch_size=self.batch_size,
-                              two_views=views)
+    def with_views(self, views: bool, batch_size: int | None = None) -> FrozenFeatures:
+        """The same features with (or without) two views, at ``batch_size`` (``None`` = this one's); a batch larger
+        than the train split is the whole split."""
+        bs = min(batch_size or self.batch_size, len(self.tables["train"][0]))
+        return FrozenFeatures(self.tables, self.labels, self._nc, self.group_names, batch_size=bs,
+                              eval_batch_size=256, two_views=views)
 
     def permuted(self, seed: int = 0) -> FrozenFeatures:
         """The control: every split's attribute permuted among its rows (the features and labels unchanged)."""
@@ -127,6 +142,14 @@ class EpochKeeper(L.Callback):
         self.states.append(copy.deepcopy(pl_module.state_dict()))
 
 
+def validation_leakage(model: Any, dm: FairDataModule) -> float:
+    """Leak@h on the validation rows: the test's probe (linear SVM fit on the train split's hidden layer, the same
+    rows and settings as :meth:`faircl.methods.base.FairModule.leakage_metrics`) scored on the validation split."""
+    train = model.collect(dm.plain_loader("train"), keys=("h", "a"), max_rows=model.hparams.leakage_max_rows)
+    val = model.collect(dm.plain_loader("val"), keys=("h", "a"))
+    return float(linear_leakage(train["h"], train["a"], val["h"], val["a"]))
+
+
 @torch.no_grad()
 def predictions(model: Any, dm: FairDataModule, split: str) -> np.ndarray:
     model.eval()
@@ -157,19 +180,25 @@ def fit_select(cls: type, kwargs: dict[str, Any], dm: FairDataModule, epochs: in
             rep = {k: float(v) for k, v in model.test_report.items() if isinstance(v, (int, float))}
             rep.update(selected_epoch=keeper.history[i]["epoch"], fit_seconds=seconds,
                        test_pred=predictions(model, dm, "test").tolist(),
-                       val_pred=predictions(model, dm, "val").tolist())
+                       val_pred=predictions(model, dm, "val").tolist(), batch_size=dm.batch_size,
+                       epochs=epochs)
+            if "leakage_h" in rep:
+                rep["val_leakage_h"] = validation_leakage(model, dm)
             by_index[i] = rep
         out[rule] = by_index[i]
     return out
 
 
-def run_methods(grid: dict[str, tuple[type, dict[str, Any], bool]], feats: Any, epochs: int, seeds: list[int],
+def run_methods(grid: dict[str, Spec], feats: Any, epochs: int, seeds: list[int],
                 log, lr: float, label: str = "") -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """``runs[rule][method]`` = per-seed reports (seed order), every method trained once per seed."""
+    """``runs[rule][method]`` = per-seed reports (seed order), every method trained once per seed (for its own
+    ``epochs`` and batch size when its :class:`Spec` sets them)."""
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {r: {} for r in RULES}
-    for name, (cls, kwargs, views) in grid.items():
+    for name, spec in grid.items():
+        spec = Spec(*spec)
         for seed in seeds:
-            res = fit_select(cls, kwargs, feats.with_views(views), epochs, seed, lr)
+            res = fit_select(spec.cls, spec.kwargs, feats.with_views(spec.views, spec.batch_size),
+                             spec.epochs or epochs, seed, lr)
             for rule, rep in res.items():
                 runs[rule].setdefault(name, []).append(rep)
             d, s = res["dto"], res["shen"]
@@ -177,5 +206,5 @@ def run_methods(grid: dict[str, tuple[type, dict[str, Any], bool]], feats: Any, 
                 f"{d['accuracy']:.3f} GAP {d['tpr_gap_rms']:.3f} EO {d['eo_gap']:.3f} leak@h "
                 f"{d.get('leakage_h', math.nan):.3f} | Shen-selected epoch {s['selected_epoch']:.0f} acc "
                 f"{s['accuracy']:.3f} GAP {s['tpr_gap_rms']:.3f} | Chi-selected epoch "
-                f"{res['chi']['selected_epoch']:.0f} ({d['fit_seconds']:.1f}s)")
+                f"{res['chi']['selected_epoch']:.0f} (batch {d['batch_size']}, {d['fit_seconds']:.1f}s)")
     return runs

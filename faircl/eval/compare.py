@@ -10,7 +10,7 @@ seed (same seed = same data order, initialisation and test rows for both) in fiv
    the attribute. The bias is real only if the observed gap exceeds the null's 95th percentile on the test split
    **and** on the validation split (:func:`bias_is_real`). A bootstrap over test rows gives the observed gap's
    interval. Leakage (a probe's accuracy for the attribute) is compared with the majority-group rate, the accuracy of
-   a constant guess (:func:`leakage_null`).
+   a constant guess (:func:`leakage_null`), on the test and the validation split (:func:`leakage_bias_tests`).
 2. **Did the method change it?** (:func:`paired_bootstrap`) Per seed, ``method − baseline`` on the same rows; its
    variance adds the two levels of the seeds × rows design: the seeds' spread (the paired t-test's ``s² / S``) and
    the test rows' sampling, from a bootstrap of the rows shared by every seed and both models. A Student-t interval
@@ -56,7 +56,7 @@ from faircl.eval.compare_stats import (GAP_METRICS, BiasTest, Effect, bias_is_re
 
 __all__ = ["BiasTest", "ClaimEvidence", "Effect", "GAP_METRICS", "VERDICTS", "Verdict", "bias_is_real",
            "SplitPredictions", "VERDICT_HEADER", "claim_from_predictions", "confusion_from_rows", "decide",
-           "degenerate_by_seed", "degenerate_seed", "gap_from_confusion", "holm", "leakage_null",
+           "degenerate_by_seed", "degenerate_seed", "gap_from_confusion", "holm", "leakage_bias_tests", "leakage_null",
            "minimum_detectable_effect", "paired_bootstrap", "paired_seed_comparison", "permutation_null", "verdict_row"]
 
 VERDICTS = ("holds", "contradicted", "does not hold", "inconclusive", "untestable", "degenerate")
@@ -254,6 +254,38 @@ def claim_from_predictions(name: str, baseline_test: SplitPredictions, method_te
         name, paired_bootstrap(*args, metric, n_bootstrap=n_bootstrap, **kw),
         paired_bootstrap(*args, utility, n_bootstrap=n_bootstrap, **kw), paper_effect, tuple(bias),
         degenerate_by_seed(baseline_test, c), degenerate_by_seed(method_test, c))
+
+
+def leakage_bias_tests(test_leakage: Sequence[float], test_a, val_leakage: Sequence[float] | None = None,
+                       val_a=None, level: float = 0.95) -> tuple[BiasTest, ...]:
+    """The baseline's leakage against a constant guess of the majority group, on the test and the validation split.
+
+    A leakage claim is testable only if both tests are real (:func:`bias_is_real`): the probe (fit on the train
+    split's representations) beats the majority-group rate's binomial null on each split's own rows.
+
+    Args:
+        test_leakage: the baseline's leakage on the test split, per seed (fractions).
+        test_a: the test rows' attribute ``[n]`` (``-1`` unknown: not counted).
+        val_leakage: the same probe's leakage on the validation split, per seed (``None``: test only).
+        val_a: the validation rows' attribute.
+        level: quantile of the null.
+
+    Returns:
+        ``(test,)`` or ``(test, validation)`` :class:`BiasTest` s.
+    """
+    def one(leak: Sequence[float], a, split: str) -> BiasTest:
+        known = np.asarray(a, dtype=np.int64)
+        known = known[known >= 0]
+        if known.size == 0:
+            raise ValueError(f"no {split} row has a known attribute: leakage cannot be tested there")
+        return leakage_null(leak, float(np.bincount(known).max() / known.size), int(known.size), level, split)
+
+    tests = [one(test_leakage, test_a, "test")]
+    if val_leakage is not None:
+        if val_a is None:
+            raise ValueError("val_leakage needs val_a, the validation rows' attributes")
+        tests.append(one(val_leakage, val_a, "validation"))
+    return tuple(tests)
 
 
 def verdict_row(v: Verdict) -> str:

@@ -54,7 +54,7 @@ def confusion_from_rows(y, pred, a, num_classes: int, num_groups: int, weights: 
     w = np.asarray(weights, dtype=np.float64)
     onehot = np.zeros(cell.shape + (k,))
     np.put_along_axis(onehot, cell[..., None], 1.0, axis=-1)      # [..., n, k]
-    counts = np.einsum("bn,...nk->b...k", w, onehot)
+    counts = np.tensordot(w, onehot, axes=([1], [onehot.ndim - 2]))  # [B, ..., k]: BLAS, not einsum's loops
     return counts.reshape(counts.shape[:-1] + (num_groups + 1, num_classes, num_classes))
 
 
@@ -148,6 +148,16 @@ def _weights(rng: np.random.Generator, n: int, draws: int) -> np.ndarray:
     return rng.multinomial(n, np.full(n, 1.0 / n), size=draws).astype(np.float64)
 
 
+def _weighted_gaps(y: np.ndarray, preds: np.ndarray, a: np.ndarray, c: int, g: int, weights: np.ndarray,
+                   metric: str, max_cells: int = 4_000_000) -> np.ndarray:
+    """``gap_from_confusion(confusion_from_rows(y, preds, a, c, g, weights), metric)``, computed over blocks of
+    resamples so that memory stays bounded with many classes (28 classes: 2,352 cells per model and seed)."""
+    per_draw = int(np.prod(preds.shape[:-1])) * (g + 1) * c * c
+    block = max(1, max_cells // max(per_draw, 1))
+    return np.concatenate([gap_from_confusion(confusion_from_rows(y, preds, a, c, g, weights[i:i + block]), metric)
+                           for i in range(0, len(weights), block)])
+
+
 def _permuted_within_label(y: np.ndarray, a: np.ndarray, n_perm: int, rng: np.random.Generator) -> np.ndarray:
     """``[n_perm, n]`` copies of ``a``, each permuted among the rows of every label (known attributes only)."""
     out = np.broadcast_to(a, (n_perm, len(a))).copy()
@@ -192,8 +202,7 @@ def permutation_null(y, preds_by_seed, a, metric: str = "tpr_gap_rms", *, num_cl
                                               metric).mean(-1) for i in range(0, n_permutations, block)])
     lo = hi = math.nan
     if n_bootstrap:
-        boot = gap_from_confusion(confusion_from_rows(y, preds, a, c, g, _weights(rng, len(y), n_bootstrap)),
-                                  metric).mean(-1)
+        boot = _weighted_gaps(y, preds, a, c, g, _weights(rng, len(y), n_bootstrap), metric).mean(-1)
         lo, hi = (float(q) for q in np.nanquantile(boot, [0.025, 0.975]))
     return BiasTest(observed, float(np.nanquantile(null, level)), float(np.nanmean(null)),
                     float((1 + np.sum(null >= observed)) / (1 + n_permutations)), lo, hi, split)
@@ -339,7 +348,7 @@ def paired_bootstrap(y, a, baseline_preds, method_preds, metric: str = "tpr_gap_
     v_rows = 0.0
     if resample_rows:
         rng = np.random.default_rng(seed)
-        vals = gap_from_confusion(confusion_from_rows(y, both, a, c, g, _weights(rng, n, n_bootstrap)), metric)
+        vals = _weighted_gaps(y, both, a, c, g, _weights(rng, n, n_bootstrap), metric)
         v_rows = float(np.nanvar(np.nanmean(vals[:, 1] - vals[:, 0], axis=1), ddof=1))
     total = v_seed + v_rows
     df = (s - 1) * total ** 2 / v_seed ** 2 if v_seed > 0 else 1e9

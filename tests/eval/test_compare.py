@@ -169,6 +169,45 @@ def test_leakage_is_measured_against_the_majority_group():
     assert not C.bias_is_real(bal, unb) and C.bias_is_real(bal)
 
 
+def test_weighted_gaps_in_blocks_equal_one_pass():
+    # many classes: the bootstrap is computed over blocks of resamples; the values are those of one pass
+    from faircl.eval.compare_stats import _weighted_gaps, _weights
+
+    rng = np.random.default_rng(3)
+    y, a = rng.integers(0, 5, 60), rng.integers(-1, 2, 60)
+    preds = rng.integers(0, 5, (3, 60))
+    w = _weights(rng, 60, 37)
+    one = C.gap_from_confusion(C.confusion_from_rows(y, preds, a, 5, 2, w), "tpr_gap_rms")
+    for cells in (1, 500, 10 ** 9):
+        np.testing.assert_allclose(_weighted_gaps(y, preds, a, 5, 2, w, "tpr_gap_rms", max_cells=cells), one)
+    # a weighted confusion is the unweighted one of the rows repeated by their weights
+    rep = np.repeat(np.arange(60), w[0].astype(int))
+    np.testing.assert_allclose(C.confusion_from_rows(y, preds, a, 5, 2, w[:1])[0],
+                               C.confusion_from_rows(y[rep], preds[:, rep], a[rep], 5, 2))
+
+
+def test_leakage_bias_needs_the_test_and_the_validation_split():
+    # test: 300 known rows, 60% majority (unknown rows -1 are not counted); validation: 200 rows, balanced
+    test_a = np.r_[np.zeros(180), np.ones(120), -np.ones(50)].astype(int)
+    val_a = np.r_[np.zeros(100), np.ones(100)].astype(int)
+    t, v = C.leakage_bias_tests([0.80, 0.82], test_a, [0.51, 0.50], val_a)
+    assert (t.split, v.split) == ("test", "validation")
+    assert t.null_q95 == pytest.approx(stats.binom.ppf(0.95, 300, 0.6) / 300) and t.null_mean == pytest.approx(0.6)
+    assert v.null_q95 == pytest.approx(stats.binom.ppf(0.95, 200, 0.5) / 200)
+    assert t.real and not v.real and not C.bias_is_real(t, v)
+    # the probe beats chance on test only: the leakage claim is untestable, whatever the method did
+    ev = C.ClaimEvidence("leak", C.paired_seed_comparison([0.80, 0.82, 0.81], [0.55, 0.56, 0.54]),
+                         C.paired_seed_comparison([0.8, 0.8, 0.8], [0.8, 0.8, 0.8]), -0.1, (t, v))
+    verdict, = C.decide([ev])
+    assert verdict.verdict == "untestable" and "validation 50.5" in verdict.reason
+    both = C.leakage_bias_tests([0.80, 0.82], test_a, [0.90, 0.88], val_a)
+    assert C.bias_is_real(*both) and len(C.leakage_bias_tests([0.8], test_a)) == 1
+    with pytest.raises(ValueError, match="validation"):
+        C.leakage_bias_tests([0.8], test_a, [0.8], -np.ones(5, dtype=int))
+    with pytest.raises(ValueError, match="val_a"):
+        C.leakage_bias_tests([0.8], test_a, [0.8])
+
+
 def test_degenerate_is_judged_against_the_split_s_own_majority():
     assert C.degenerate_seed(0.94, 0.60, majority_rate=0.86) is not None       # 94% > 86% + 7
     assert C.degenerate_seed(0.90, 0.70, majority_rate=0.86) is None

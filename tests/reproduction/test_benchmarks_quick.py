@@ -40,7 +40,7 @@ def _summary_first(md: str) -> list[str]:
 @pytest.mark.slow
 def test_text_fairness_quick(data_dir, tmp_path):
     out = tmp_path / "text_fairness.md"
-    res = _run(["benchmarks/text_fairness.py", "--quick", "--no-hate", "--methods", "CE,Con_*,TwoStageCL",
+    res = _run(["benchmarks/text_fairness.py", "--quick", "--no-hate", "--methods", "CE,Con_*,Con_*^ft,TwoStageCL",
                 "--data", str(data_dir), "--out", str(out)], data_dir, 600)
     assert res.returncode == 0, res.stderr[-3000:]
     md = out.read_text()
@@ -50,6 +50,16 @@ def test_text_fairness_quick(data_dir, tmp_path):
     command = line.split("`")[1]
     assert "--data" not in command and "--out" not in command and str(tmp_path) not in command
     assert any("Con_* (l2 h, Shen) lowers GAP vs CE" in r and "| -26.3 |" in r for r in rows)
+    assert all(r.split(" | ")[2] not in ("", "nan") for r in rows)
+    # leakage's bias is tested on the test and the validation split
+    leak = [r for r in rows if "lowers Leak@h" in r]
+    assert leak and all("test " in r and "; validation " in r for r in leak), leak
+    # the real Bias in Bios samples are back, labelled by the rule (Shen's Bios effects beside ours)
+    bios = [r for r in rows if "Bias in Bios samples" in r]
+    # ConFair at fairlib's batch (here the whole 154-row train split), paired with CE at that batch and as many steps
+    assert any("Con_*^ft lowers GAP vs CE (batch 1024)" in r and "| -9.3 |" in r for r in bios), bios
+    assert "| CE (batch 1024) |" in md and "| 154 × 8 |" in md
+    assert "**holds**" not in "".join(bios) or all("Holm p" in r for r in bios)
     assert any("TwoStageCL λ=1 τ=0.1 lowers the EO gap vs TwoStageCL λ=0 τ=0.1" in r for r in rows)
     # the control: the attribute permuted in every split, so every claim reads untestable
     control = md[md.index("## Control"):].split("\n\n")[2].splitlines()[2:]
