@@ -186,8 +186,8 @@ def plot(raw: dict, path: Path) -> None:
         for i, (m, rs) in enumerate(raw["parts"][dataset]["paper"].items()):
             ms = [test_metrics(raw, dataset, r) for r in rs]
             x, y = (100 * np.array([v[k] for v in ms]) for k in ("tpr_gap_rms", "accuracy"))
-            ax.errorbar(x.mean(), y.mean(), xerr=x.std(), yerr=y.std(), fmt="o", color=f"C{i % 10}", capsize=2,
-                        marker="os^vD"[i // 10], label=m)
+            ax.errorbar(x.mean(), y.mean(), xerr=x.std(), yerr=y.std(), fmt="os^vD"[i // 10], color=f"C{i % 10}",
+                        capsize=2, label=m)
         ax.set_xlabel("test GAP ×100 (lower is fairer)")
         ax.set_ylabel("test accuracy ×100")
         ax.set_title(f"{NAMES[dataset]} (each paper's selection; mean ± std over seeds)", fontsize=9)
@@ -220,6 +220,13 @@ def command(raw: dict) -> str:
 
 
 # ------------------------------------------------------------------------------------------ report
+def _seeds(raw: dict) -> str:
+    seeds = raw["cfg"]["seeds"]
+    if isinstance(seeds, list):
+        seeds = {d: seeds for d in raw["parts"]}
+    return ", ".join(f"{NAMES[d]} {len(seeds[d])}" for d in raw["parts"])
+
+
 def write_report(out: Path, raw: dict[str, Any]) -> None:
     from _vision_text import ANALYSIS, protocol_lines
 
@@ -232,8 +239,8 @@ def write_report(out: Path, raw: dict[str, Any]) -> None:
           f"shared with other jobs, one torch thread, {platform.machine()}; "
           + ", ".join(f"{k} {v / 60:.1f} min" for k, v in secs.items()) + ").", "",
           "## Summary: do the papers' claims hold here? (each paper's own model selection)", "",
-          f"Seeds: {len(cfg['seeds'])} per method (training order and initialisation; every seed is scored on the "
-          f"same validation and test rows). {RULE} Selection: Shen's claims at Shen's rule (lowest validation GAP "
+          f"Seeds per method: {_seeds(raw)} (training order and initialisation; every seed is scored on the same "
+          f"validation and test rows). {RULE} Selection: Shen's claims at Shen's rule (lowest validation GAP "
           "among the epochs within 1 point of the best validation accuracy), Chi's at Chi's (best validation F1), "
           "finDML's and Martin & Ogbuokiri's at their fixed training budget (the last epoch); each baseline at the "
           "same rule as its method. Per-row predictions of the embedding methods: DML / PARADE — the label of the "

@@ -55,7 +55,7 @@ ENCODER = {"digits": {"encoder": "conv", "encoder_kwargs": {"width": 16, "out_di
 
 def settings(args: argparse.Namespace) -> dict:
     """Scale of every experiment (stored in the raw results and printed in the report)."""
-    return {"seeds": list(range(args.seeds)), "bias": 0.8, "digits_size": 8, "utk_size": args.utk_size,
+    return {"seeds": {"digits": list(range(args.seeds)), "utkface": list(range(args.seeds_utk))}, "bias": 0.8, "digits_size": 8, "utk_size": args.utk_size,
             "utk_fractions": (0.2, 0.25), "encoder": ENCODER,
             "epochs": {"digits": dict(args.epochs_digits), "utkface": dict(args.epochs_utk)},
             "ssl_pretrain": 0.5, "chi_stage1": 0.6,
@@ -135,7 +135,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--quick", action="store_true", help="smoke run: 2 seeds, 2-3 epochs, small subsets")
     p.add_argument("--data-dir", default=os.environ.get("FAIRCL_DATA", str(ROOT.parent / "shared" / "data")))
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "vision_fairness.md"))
-    p.add_argument("--seeds", type=int, default=4)
+    p.add_argument("--seeds", type=int, default=8, help="seeds of ColoredDigits (fast)")
+    p.add_argument("--seeds-utk", type=int, default=4, help="seeds of UTKFace")
     p.add_argument("--epochs-digits", default="shen=100,chi=20,dml=20,ssl=20",
                    help="ColoredDigits epochs per method family (shen: CE / ConFair at full batch; chi: CE and Chi's "
                         "two-view methods at batch 128; dml: DML / PARADE; ssl: SimCLR / FairSampling)")
@@ -158,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
     for key in ("epochs_digits", "epochs_utk"):
         setattr(args, key, {k: int(v) for k, v in (kv.split("=") for kv in getattr(args, key).split(","))})
     if args.quick:
-        args.seeds, args.max_train = 2, 300
+        args.seeds, args.seeds_utk, args.max_train = 2, 2, 300
         args.epochs_digits = args.epochs_utk = {"shen": 4, "chi": 3, "dml": 2, "ssl": 3}
     cfg = settings(args)
     if args.quick:
@@ -189,7 +190,7 @@ def main(argv: list[str] | None = None) -> None:
         raw["labels"][dataset] = {s: [dm.splits[s].y.tolist(), dm.splits[s].a.tolist()] for s in ("val", "test")}
         raw["parts"][dataset] = runs
         t0 = time.perf_counter()
-        for seed in cfg["seeds"]:
+        for seed in cfg["seeds"][dataset]:
             for name in chosen:
                 res = run_one(dataset, name, seed, cfg, data_dir)
                 for rule, rep in res.items():
