@@ -269,6 +269,7 @@ def write_report(out: Path, raw: dict[str, Any]) -> None:
                "from `DML.extra_test_metrics`; Martin & Ogbuokiri: K-means (K = 4) cluster balance of the test "
                "embeddings and the probe's accuracy / AUC. Fractions ×100 (entropy, separation ×100 too).", "",
                *papers_metrics(raw, dataset, "paper")]
+    png.parent.mkdir(parents=True, exist_ok=True)
     plot(raw, png)
     md += [f"![test GAP vs accuracy]({png.name})", ""]
     if secs:

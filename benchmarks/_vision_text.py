@@ -7,8 +7,11 @@ from typing import Any
 
 
 def _counts(info: dict[str, Any]) -> str:
-    return "; ".join(f"{split} {v['rows']} rows, P(a = y) = {v['p_a_eq_y']:.3f} ({', '.join(f'{k} {n}' for k, n in v['counts'].items())})"
-                     for split, v in info.items())
+    parts = []
+    for split, v in info.items():
+        cells = ", ".join(f"{k} {n}" for k, n in v["counts"].items())
+        parts.append(f"{split} {v['rows']} rows, P(a = y) = {v['p_a_eq_y']:.3f} ({cells})")
+    return "; ".join(parts)
 
 
 def protocol_lines(raw: dict[str, Any]) -> list[str]:
@@ -20,8 +23,9 @@ def protocol_lines(raw: dict[str, Any]) -> list[str]:
         return (f"CE / ConFair {e.get('shen')} epochs at full batch; CE / TwoStageCL / OneStageCL {e.get('chi')} "
                 f"epochs at batch {cfg['batch']['chi']} (TwoStageCL: {round(cfg['chi_stage1'] * e.get('chi', 0))} "
                 f"encoder epochs, then the classifier); DML / PARADE {e.get('dml')} epochs; SimCLR / FairSampling "
-                f"{e.get('ssl')} epochs (FairSampling: the first {max(1, round(cfg['ssl_pretrain'] * e.get('ssl', 0)))} "
-                "are SimCLR, then the fair phase; SimCLR's earlier epochs are not candidates for DTO either)")
+                f"{e.get('ssl')} epochs (FairSampling: the first "
+                f"{max(1, round(cfg['ssl_pretrain'] * e.get('ssl', 0)))} are SimCLR, then the fair phase; SimCLR's "
+                "earlier epochs are not candidates for DTO either)")
 
     lines = ["## Protocol", "",
              f"Moji-style stereotype: in train about {100 * cfg['bias']:.0f}% of the rows have attribute = label; "
@@ -30,9 +34,11 @@ def protocol_lines(raw: dict[str, Any]) -> list[str]:
              "(data seed 0) and shared by every seed and method.", ""]
     if "digits" in info:
         lines.append(f"- **ColoredDigits two-class**: scikit-learn's 1,797 8×8 digits at {cfg['digits_size']}×"
-                     f"{cfg['digits_size']} px, task digit ≥ 5, attribute the colour (red / green); in train exactly "
-                     f"{100 * cfg['bias']:.0f}% of each label's rows have colour = label (red ↔ < 5, green ↔ ≥ 5), in "
-                     f"validation / test exactly half. Realised: {_counts(info['digits'])}. {epochs('digits')}.")
+                     f"{cfg['digits_size']} px, task digit ≥ 5, attribute the colour (red / green); in train "
+                     "exactly "
+                     f"{100 * cfg['bias']:.0f}% of each label's rows have colour = label (red ↔ < 5, "
+                     "green ↔ ≥ 5), "
+                     f"in validation / test exactly half. Realised: {_counts(info['digits'])}. {epochs('digits')}.")
     if "utkface" in info:
         val, test = cfg["utk_fractions"]
         lines.append(f"- **UTKFace White/Black**: the 3,000-face subset (300 per gender × race cell) restricted to "
@@ -45,9 +51,10 @@ def protocol_lines(raw: dict[str, Any]) -> list[str]:
         f"- Encoder: the small CNN `conv` (3 conv blocks, width {enc['width']}, global pooling, a {enc['out_dim']}-d "
         "ReLU layer = `h`) trained from scratch, one per method and seed. Not the papers' scale: Shen and Chi use "
         "frozen text encoders, finDML and Martin & Ogbuokiri ResNet-50s on CelebA-size data.",
-        f"- ConFair (Shen): fairlib's objective `CE + 0.1·SCL(h, y) − 0.1·SCL(h, a)` (α = 1, β = 0.1), τ = 0.01, "
-        f"Adam lr {cfg['lr']['shen']:g}, batch {cfg['batch']['shen']} (fairlib's; larger than either train split, so "
-        "one full-batch step per epoch), on the L2-normalised `h` (Shen's code, `normalize=True`) and on the raw "
+        "- ConFair (Shen): fairlib's objective `CE + 0.1·SCL(h, y) − 0.1·SCL(h, a)` (α = 1, β = 0.1), "
+        f"τ = 0.01, Adam lr {cfg['lr']['shen']:g}, batch {cfg['batch']['shen']} (fairlib's; larger than either "
+        "train split, so one full-batch step per epoch), on the L2-normalised `h` (Shen's code, "
+        "`normalize=True`) and on the raw "
         "`h` (fairlib's FCL, `normalize=False`; here the encoder's ReLU layer, not a tanh one). Its baseline, "
         "`CE (full batch)`, trains with the same batch, lr and epochs.",
         f"- Chi: TwoStageCL (`L_sup + λ·L_CS`, then a 2-layer MLP classifier on the frozen encoder) and OneStageCL "

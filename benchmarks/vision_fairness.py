@@ -55,7 +55,8 @@ ENCODER = {"digits": {"encoder": "conv", "encoder_kwargs": {"width": 16, "out_di
 
 def settings(args: argparse.Namespace) -> dict:
     """Scale of every experiment (stored in the raw results and printed in the report)."""
-    return {"seeds": {"digits": list(range(args.seeds)), "utkface": list(range(args.seeds_utk))}, "bias": 0.8, "digits_size": 8, "utk_size": args.utk_size,
+    return {"seeds": {"digits": list(range(args.seeds)), "utkface": list(range(args.seeds_utk))}, "bias": 0.8,
+            "digits_size": 8, "utk_size": args.utk_size,
             "utk_fractions": (0.2, 0.25), "encoder": ENCODER,
             "epochs": {"digits": dict(args.epochs_digits), "utkface": dict(args.epochs_utk)},
             "ssl_pretrain": 0.5, "chi_stage1": 0.6,

@@ -106,7 +106,8 @@ def test_vision_report_fixture_verdicts_and_render(tmp_path):
     assert "no null (the statistic does not involve the attribute)" in by[
         "Martin: FairSampling (weighted) lowers cluster dominance vs SimCLR (digits)"]
     assert "## The same claims at the epoch of lowest validation DTO" in md
-    assert "P(a = y)" in md and "selected epoch per seed" in md and (tmp_path / "vision_fairness_tradeoff.png").is_file()
+    assert "P(a = y)" in md and "selected epoch per seed" in md
+    assert (tmp_path / "vision_fairness_tradeoff.png").is_file()
     # --render again: the same file
     again = tmp_path / "again.md"
     main(["--render", str(path), "--out", str(again)])
