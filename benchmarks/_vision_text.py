@@ -95,6 +95,14 @@ ANALYSIS = """## How to read the results
   hidden layer need not carry the author's attribute.
 - Cluster dominance (Martin & Ogbuokiri) does not involve the attribute: it says how evenly K-means splits the test
   embeddings, not whether a group is served worse. The probe's GAP rows test the fairness reading of their claim.
+- Chi's rule is the text benchmark's: the best validation F1 of the positive class. On a balanced binary split a
+  model that gives every row the positive class scores F1 0.667, so for a weak model (the faces) the rule can pick
+  such an epoch; the degenerate check flags it (the baseline: *untestable*), and the DTO family shows the same
+  claim at the epoch of the best accuracy–GAP trade-off.
+- Chi's CS-InfoNCE contrasts each row only with rows of its own (label, attribute) cell. With the colour as a
+  perfect in-cell constant and λ = 1 (the paper's middle value, not tuned here), the losses can leave the colour as
+  the easiest route to the label; the λ = 0 row separates what the fair term does from what the two-view
+  supervised contrastive pipeline does.
 - A verdict of *inconclusive* with a printed MDE above the paper's effect says the design (seeds × test rows)
   could not have detected the paper's effect; *degenerate* flags a model at chance balanced accuracy or giving one
   class to most rows, which on a balanced test split is what a model that predicts the attribute does."""

@@ -61,7 +61,7 @@ def settings(args: argparse.Namespace) -> dict:
             "epochs": {"digits": dict(args.epochs_digits), "utkface": dict(args.epochs_utk)},
             "ssl_pretrain": 0.5, "chi_stage1": 0.6,
             "batch": {"shen": 1024, "chi": 128, "dml": 64, "ssl": 128},
-            "lr": {"shen": 3e-3, "chi": 1e-3, "dml": 1e-3, "ssl": 1e-3},
+            "lr": {"shen": 3e-3, "chi": 3e-3, "dml": 1e-3, "ssl": 1e-3},
             "dml": {"loss": "margin", "miner": "distance", "embed_dim": 128, "samples_per_class": 32},
             "ssl": {"temperature": 0.5, "proj_dim": 128, "num_clusters": 4, "epsilon": 0.1},
             "max_train": args.max_train}
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--data-dir", default=os.environ.get("FAIRCL_DATA", str(ROOT.parent / "shared" / "data")))
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "vision_fairness.md"))
     p.add_argument("--seeds", type=int, default=8, help="seeds of ColoredDigits (fast)")
-    p.add_argument("--seeds-utk", type=int, default=4, help="seeds of UTKFace")
+    p.add_argument("--seeds-utk", type=int, default=8, help="seeds of UTKFace")
     p.add_argument("--epochs-digits", default="shen=100,chi=20,dml=20,ssl=20",
                    help="ColoredDigits epochs per method family (shen: CE / ConFair at full batch; chi: CE and Chi's "
                         "two-view methods at batch 128; dml: DML / PARADE; ssl: SimCLR / FairSampling)")
