@@ -1,317 +1,287 @@
-"""The results file of ``benchmarks/vision_fairness.py``: summary table first, then the per-dataset details.
-
-Everything here is computed from the raw per-seed results (the ``.json`` next to the markdown), so ``--render``
-rebuilds the same file without training.
-"""
+"""The results file of ``benchmarks/vision_fairness.py``: verdicts first (each paper's selection rule, then DTO), then
+the protocol with its realised association, the tables with the selected epoch per seed, the papers' own metrics,
+a GAP-vs-accuracy plot and the time per method. Everything is computed from the raw results (``.json.gz``), so
+``--render`` rebuilds the same file without training."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
-from collections.abc import Callable
+import os
+import platform
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from _stats import RULE, SUMMARY_HEADER, decide_rows
 
-from _stats import RULE, paired_difference, summary_claim, summary_table, t_interval
+from faircl.eval.compare import (ClaimEvidence, SplitPredictions, Verdict, claim_from_predictions,
+                                 confusion_from_rows, degenerate_by_seed, gap_from_confusion, leakage_null,
+                                 paired_bootstrap, paired_seed_comparison)
 
 COMMAND = ".venv/bin/python benchmarks/vision_fairness.py"
-# SimCLR-family methods run by the benchmark: label -> FairSamplingSimCLR's ``negatives`` (None = plain SimCLR)
-SSL_METHODS = {"SimCLR": None, "FairSampling (weighted)": "weighted", "FairSampling (sampled)": "sampled"}
-GROUPS = {"utkface": ["White", "Black", "Asian", "Indian", "Others"], "digits": ["red", "green"]}
-# Largest class share of each probe target on test, bounding a constant predictor's accuracy (UTKFace: gender,
-# balanced by construction of the subset; digits: ten classes of 9.9-10.2% each).
-CONSTANT_PROBE = {"utkface": 0.5, "digits": 0.11}
+CON, RAW = "Con_* (l2 h, Shen)", "Con_* (raw h, fairlib)"
+# (who, method, baseline, metric, paper effect as a fraction, how the row is judged)
+# Shen et al. 2021, Table 1, Moji (the 80%-stereotype binary protocol copied here): Con_* GAP 39.2 → 12.9 (−26.3),
+# Leakage@h 86.0 → 56.0 (−30.0). Chi et al. report effects in figures only (—). finDML: PARADE lowers the gaps "by
+# up to 2%" (−2.0). Martin & Ogbuokiri, CelebA: cluster dominance 0.3569 → 0.3398 (−1.7 points).
+CLAIMS = [
+    ("Shen", CON, "CE (full batch)", "tpr_gap_rms", -0.2629),
+    ("Shen", CON, "CE (full batch)", "leakage_h", -0.3000),
+    ("Shen (fairlib's variant)", RAW, "CE (full batch)", "tpr_gap_rms", -0.2629),
+    ("Shen (fairlib's variant)", RAW, "CE (full batch)", "leakage_h", -0.3000),
+    ("Chi", "TwoStageCL", "CE", "eo_gap", None),
+    ("Chi", "OneStageCL", "CE", "eo_gap", None),
+    ("Chi (λ = 0 control of the fair term)", "TwoStageCL", "TwoStageCL λ=0", "eo_gap", None),
+    ("finDML", "PARADE", "DML", "tpr_gap_rms", -0.02),
+    ("Martin", "FairSampling (weighted)", "SimCLR", "cluster_dominance", -0.0171),
+    ("Martin", "FairSampling (weighted)", "SimCLR", "tpr_gap_rms", None),
+    ("Martin", "FairSampling (sampled)", "SimCLR", "cluster_dominance", -0.0171),
+    ("Martin", "FairSampling (sampled)", "SimCLR", "tpr_gap_rms", None),
+]
+EMBEDDING = {"DML": "1-NN", "PARADE": "1-NN", "SimCLR": "probe", "FairSampling (weighted)": "probe",
+             "FairSampling (sampled)": "probe"}
+WHAT = {"tpr_gap_rms": "GAP", "eo_gap": "the EO gap", "leakage_h": "Leak@h", "cluster_dominance": "cluster dominance"}
+NAMES = {"digits": "ColoredDigits two-class", "utkface": "UTKFace White/Black, gender"}
+RULE_WORDS = {"paper": "paper's rule", "dto": "DTO"}
 
 
-# ------------------------------------------------------------------------------------------------ raw results
-def load_raw(path: Path, settings: Callable[[bool], dict]) -> dict:
-    """Raw results of a previous run. Files written before the settings were stored in the JSON (3 seeds, green
-    digits kept at 10 %, 12 DML epochs, FairSampling in the weighted mode only) get those settings back."""
-    raw = json.loads(Path(path).read_text())
-    for by_method in raw["ssl"].values():
-        if "FairSamplingSimCLR" in by_method:
-            by_method["FairSampling (weighted)"] = by_method.pop("FairSamplingSimCLR")
-    if "cfg" not in raw:
-        cfg = settings(raw["quick"])
-        n = max([len(runs) for part in (raw["dml"], raw["ssl"]) for d in part.values() for runs in d.values()] or [1])
-        cfg.update(seeds=list(range(n)), seeds_why=f"{n} seed(s), as recorded by an earlier version of the script",
-                   digits_dml_epochs=1 if raw["quick"] else 12)
-        cfg["digits"]["ratio"] = 0.9
-        raw["cfg"] = cfg
-    return raw
+# ------------------------------------------------------------------------------------------ claims
+def _split(raw: dict, dataset: str, split: str, runs: list[dict[str, Any]]) -> SplitPredictions:
+    y, a = raw["labels"][dataset][split]
+    return SplitPredictions(y, a, [r[f"{split}_pred"] for r in runs])
 
 
-def _pct_kept(ratio: float) -> str:
-    return f"{100 * (1 - ratio):.0f} %"
+def _claim_name(who: str, method: str, base: str, metric: str) -> str:
+    what = WHAT[metric]
+    if method in EMBEDDING and metric == "tpr_gap_rms":
+        what = "the per-(class, group) Recall@1 gap (GAP of the 1-NN label)" if EMBEDDING[method] == "1-NN" else \
+            "the linear probe's GAP"
+    return f"{who}: {method} lowers {what} vs {base}"
 
 
-def titles(cfg: dict) -> dict[str, str]:
-    return {"utkface": "UTKFace subset — target age bins (<20, 20–39, 40–59, ≥60), attribute race; train keeps "
-                       f"{_pct_kept(cfg['utk']['imbalance_ratio'])} of Black and Indian rows",
-            "digits": "ColoredDigits — target digit (10 classes), attribute colour (red / green, independent of the "
-                      f"digit); train keeps {_pct_kept(cfg['digits']['ratio'])} of green rows"}
+def claim(raw: dict, dataset: str, rule: str, who: str, method: str, base: str, metric: str,
+          paper: float | None) -> ClaimEvidence | None:
+    """One claim's evidence from the per-seed runs at ``rule`` (``paper`` or ``dto``)."""
+    runs = raw["parts"].get(dataset, {}).get(rule, {})
+    if method not in runs or base not in runs:
+        return None
+    b, m = runs[base], runs[method]
+    name = f"{_claim_name(who, method, base, metric)} ({dataset})"
+    bt, mt, bv = (_split(raw, dataset, "test", b), _split(raw, dataset, "test", m), _split(raw, dataset, "val", b))
+    if metric in ("tpr_gap_rms", "eo_gap"):
+        return claim_from_predictions(name, bt, mt, bv, metric=metric, paper_effect=paper, num_classes=2,
+                                      num_groups=2)
+    utility = paired_bootstrap(bt.y, bt.a, bt.preds, mt.preds, "accuracy", num_classes=2, num_groups=2)
+    lb, lm = [r[metric] for r in b], [r[metric] for r in m]
+    bias: tuple = ()
+    if metric == "leakage_h":
+        a = bt.a[bt.a >= 0]
+        bias = (leakage_null(lb, float(np.bincount(a).max() / len(a)), len(a)),)
+    return ClaimEvidence(name, paired_seed_comparison(lb, lm), utility, paper, bias, degenerate_by_seed(bt, 2),
+                         degenerate_by_seed(mt, 2))
 
 
-# ------------------------------------------------------------------------------------------------ tables
-def _values(runs: list[dict[str, float]], key: str) -> np.ndarray:
-    vals = np.array([r.get(key, float("nan")) for r in runs], dtype=np.float64)
-    return vals[np.isfinite(vals)]
-
-
-def _stat(runs: list[dict[str, float]], key: str) -> tuple[float, float]:
-    vals = _values(runs, key)
-    if not len(vals):
-        return float("nan"), float("nan")
-    return float(vals.mean()), float(vals.std(ddof=1)) if len(vals) > 1 else 0.0
-
-
-def _fmt(mean: float, std: float) -> str:
-    return "n/a" if math.isnan(mean) else f"{mean:.3f} ± {std:.3f}"
-
-
-def _table(results: dict[str, list[dict[str, float]]], rows: list[tuple[str, str]]) -> str:
-    methods = list(results)
-    lines = ["| metric | " + " | ".join(methods) + " |", "|---|" + "---:|" * len(methods)]
-    for label, key in rows:
-        lines.append(f"| {label} | " + " | ".join(_fmt(*_stat(results[m], key)) for m in methods) + " |")
-    return "\n".join(lines)
-
-
-def _dml_rows(group_names: list[str]) -> list[tuple[str, str]]:
-    rows = [("Recall@1 ↑", "recall@1"), ("NMI ↑", "nmi"), ("U_KL ↓", "ukl")]
-    rows += [(f"Recall@1 {g}", f"recall@1/{g}") for g in group_names]
-    rows += [(f"random-neighbour Recall@1 {g}", f"chance@1/{g}") for g in group_names]
-    rows += [("Recall@1 gap minority ↓", "recall@1_gap_minority"),
-             ("Recall@1 gap worst-vs-rest ↓", "recall@1_gap_worst_vs_rest"),
-             ("NMI gap minority ↓", "nmi_gap_minority"), ("NMI gap worst-vs-rest ↓", "nmi_gap_worst_vs_rest"),
-             ("U_KL gap minority ↓", "ukl_gap_minority"), ("U_KL gap worst-vs-rest ↓", "ukl_gap_worst_vs_rest"),
-             ("LR accuracy ↑", "lr/accuracy"), ("LR accuracy gap minority ↓", "lr/accuracy_gap_minority"),
-             ("LR accuracy gap worst-vs-rest ↓", "lr/accuracy_gap_worst_vs_rest"),
-             ("LR macro precision gap minority ↓", "lr/precision_gap_minority"),
-             ("LR macro recall gap minority ↓", "lr/recall_gap_minority"),
-             ("mean abs corr(φ_targ, φ_SA)", "head_correlation")]
+def claim_rows(raw: dict, rule: str) -> list[tuple[str, ClaimEvidence]]:
+    rows = []
+    for dataset in raw["parts"]:
+        for who, method, base, metric, paper in CLAIMS:
+            ev = claim(raw, dataset, rule, who, method, base, metric, paper)
+            if ev is not None:
+                how = _rule_of(raw, dataset, rule, method)
+                rows.append((f"{NAMES[dataset]}; {how} selection", ev))
     return rows
 
 
-# Arrows as in Martin & Ogbuokiri's Table 1: dominance ↓, representation entropy ↓, separation ↑ (a higher entropy
-# of the cluster sizes means more even clusters; the paper's text reads its small entropy fall as a trade-off).
-SSL_ROWS = [("cluster dominance ↓", "cluster_dominance"), ("cluster entropy ↓ (paper's Table 1)", "cluster_entropy"),
-            ("cluster separation ↑", "cluster_separation"), ("probe accuracy ↑", "probe_accuracy"),
-            ("probe F1 ↑", "probe_f1"), ("probe AUC ↑", "probe_auc"),
-            ("online head accuracy ↑", "accuracy"), ("online head worst-group accuracy ↑", "worst_group_accuracy")]
+def _rule_of(raw: dict, dataset: str, rule: str, method: str) -> str:
+    runs = raw["parts"][dataset][rule][method]
+    return {"shen": "Shen's", "chi": "Chi's", "fixed": "fixed-budget (last epoch)", "dto": "DTO"}[runs[0]["rule"]]
 
 
-def _paired(results: dict[str, list[dict[str, float]]], key: str, base: str, new: str, up_is_better: bool) -> str:
-    """``key``: baseline mean, method mean and the seed-paired difference with its 95% t-interval."""
-    pairs = [(b[key], m[key]) for b, m in zip(results[base], results[new])
-             if math.isfinite(b.get(key, math.nan)) and math.isfinite(m.get(key, math.nan))]
-    if not pairs:
-        return f"`{key}`: not measured"
-    b, m = np.array(pairs).T
-    d = paired_difference(m, b)
-    if d.n < 2:
-        word = "one seed, no interval"
-    elif not d.excludes_zero():
-        word = "interval includes 0"
-    else:
-        word = "better" if (d.mean > 0) == up_is_better else "worse"
-    return (f"`{key}`: {base} {b.mean():.3f} → {new} {m.mean():.3f}, paired Δ {d.fmt(scale=1.0, digits=3)} "
-            f"({word}; n = {d.n})")
+def _row(protocol: str, v: Verdict) -> str:
+    paper = "—" if v.paper_effect is None else f"{100 * v.paper_effect:+.1f}"
+    bias = "; ".join(t.describe() for t in v.bias) or (
+        "no null (the statistic does not involve the attribute); seed-paired t-test")
+    cells = [v.name, protocol, paper, v.effect.fmt(), "—" if math.isnan(v.p_holm) else f"{v.p_holm:.3g}",
+             f"{100 * v.mde:.1f}" if math.isfinite(v.mde) else "∞", v.utility.fmt(), bias,
+             f"**{v.verdict}** ({v.reason}; {v.effect.n_seeds} seeds)"]
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
 
-def _baseline_gap(runs: list[dict[str, float]], key: str) -> str:
-    vals = _values(runs, key)
-    if not len(vals):
-        return "not measured"
-    i = t_interval(vals)
-    if i.n < 2:
-        verdict = "one seed, no interval"
-    else:
-        verdict = "yes" if i.lo > 0 else ("not established (interval includes 0)" if i.hi >= 0 else "no (reversed)")
-    return f"{verdict} ({i.fmt(scale=1.0, digits=3)}, 95% interval, n = {i.n})"
+def verdict_table(rows: list[tuple[str, ClaimEvidence]]) -> list[str]:
+    return SUMMARY_HEADER + [_row(p, v) for p, v in decide_rows(rows)]
 
 
-def _plot(results: dict[str, dict[str, list[dict[str, float]]]], path: Path) -> None:
+# ------------------------------------------------------------------------------------------ tables
+def test_metrics(raw: dict, dataset: str, rep: dict[str, Any]) -> dict[str, float]:
+    """Accuracy, GAP and EO gap of a run's per-row test predictions (the same numbers the claims use)."""
+    y, a = raw["labels"][dataset]["test"]
+    counts = confusion_from_rows(y, np.asarray(rep["test_pred"]), a, 2, 2)
+    out = {m: float(gap_from_confusion(counts, m)) for m in ("accuracy", "tpr_gap_rms", "eo_gap")}
+    out["leakage_h"] = rep.get("leakage_h", math.nan)
+    return out
+
+
+def _ms(values: list[float], scale: float = 100.0) -> str:
+    v = np.asarray(values, dtype=float)
+    if not np.isfinite(v).any():
+        return "—"
+    return f"{scale * np.nanmean(v):.1f} ± {scale * np.nanstd(v):.1f}"
+
+
+def means_table(raw: dict, dataset: str, rule: str) -> list[str]:
+    lines = ["| method | prediction | Acc | GAP | EO gap | Leak@h | selected epoch per seed | fit s |",
+             "|---|---|---|---|---|---|---|---|"]
+    for m, rs in raw["parts"][dataset][rule].items():
+        ms = [test_metrics(raw, dataset, r) for r in rs]
+        cells = [_ms([x[k] for x in ms]) for k in ("accuracy", "tpr_gap_rms", "eo_gap", "leakage_h")]
+        epochs = ", ".join(f"{r['selected_epoch']:.0f}" for r in rs)
+        pred = {"1-NN": "1-NN over train z", "probe": "logistic probe on h"}.get(EMBEDDING.get(m, ""), "own head")
+        lines.append(f"| {m} | {pred} | " + " | ".join(cells) + f" | {epochs} ({rs[0]['rule']}) | "
+                     f"{np.mean([r['fit_seconds'] for r in rs]):.1f} |")
+    return lines
+
+
+def papers_metrics(raw: dict, dataset: str, rule: str) -> list[str]:
+    """finDML's and Martin & Ogbuokiri's own numbers (from the models' test reports), paired by seed."""
+    runs = raw["parts"][dataset][rule]
+    groups = [k.split("/", 1)[1] for k in runs.get("DML", [{}])[0] if k.startswith("recall@1/")]
+    out = []
+    spec = [("DML", "PARADE", [("recall@1", "Recall@1 (within test)")] +
+             [(f"recall@1/{g}", f"Recall@1 {g}") for g in groups] +
+             [("recall@1_gap_worst_vs_rest", "Recall@1 gap, worst group vs rest"), ("nmi", "NMI"),
+              ("nmi_gap_worst_vs_rest", "NMI gap, worst vs rest")]),
+            ("SimCLR", "FairSampling (weighted)", [("cluster_dominance", "cluster dominance"),
+                                                   ("cluster_entropy", "cluster entropy (bits)"),
+                                                   ("cluster_separation", "cluster separation"),
+                                                   ("probe_accuracy", "probe accuracy"), ("probe_auc", "probe AUC")]),
+            ("SimCLR", "FairSampling (sampled)", None)]
+    last = None
+    for base, method, keys in spec:
+        keys = keys or last
+        last = keys
+        if base not in runs or method not in runs:
+            continue
+        out += [f"| {base} → {method} | {base} | {method} | paired Δ [95% CI] (seeds) |", "|---|---|---|---|"]
+        for key, label in keys:
+            b = [r.get(key, math.nan) for r in runs[base]]
+            m = [r.get(key, math.nan) for r in runs[method]]
+            ok = [i for i in range(len(b)) if math.isfinite(b[i]) and math.isfinite(m[i])]
+            diff = paired_seed_comparison([b[i] for i in ok], [m[i] for i in ok]).fmt() if len(ok) else "—"
+            out.append(f"| {label} | {_ms(b)} | {_ms(m)} | {diff} |")
+        out.append("")
+    return out
+
+
+def plot(raw: dict, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 3.2), squeeze=False)
-    for ax, (dataset, by_method) in zip(axes[0], results.items()):
-        names = GROUPS[dataset]
-        width = 0.8 / len(by_method)
-        for i, (method, runs) in enumerate(by_method.items()):
-            stats = [_stat(runs, f"recall@1/{g}") for g in names]
-            ax.bar(np.arange(len(names)) + i * width, [s[0] for s in stats], width, yerr=[s[1] for s in stats],
-                   label=method, capsize=2)
-        ax.set_xticks(np.arange(len(names)) + width * (len(by_method) - 1) / 2, names)
-        ax.set_title(f"{dataset}: per-group Recall@1")
-        ax.set_ylim(0, 1)
-        ax.legend(fontsize=8)
+    datasets = list(raw["parts"])
+    fig, axes = plt.subplots(1, len(datasets), figsize=(6.5 * len(datasets), 4.5), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        for i, (m, rs) in enumerate(raw["parts"][dataset]["paper"].items()):
+            ms = [test_metrics(raw, dataset, r) for r in rs]
+            x, y = (100 * np.array([v[k] for v in ms]) for k in ("tpr_gap_rms", "accuracy"))
+            ax.errorbar(x.mean(), y.mean(), xerr=x.std(), yerr=y.std(), fmt="os^vD"[i // 10], color=f"C{i % 10}",
+                        capsize=2, label=m)
+        ax.set_xlabel("test GAP ×100 (lower is fairer)")
+        ax.set_ylabel("test accuracy ×100")
+        ax.set_title(f"{NAMES[dataset]} (each paper's selection; mean ± std over seeds)", fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
-def _timing_table(timings: dict[str, float]) -> list[str]:
-    by: dict[str, list[float]] = {}
-    for key, sec in timings.items():
-        by.setdefault(key.rsplit("/", 1)[0], []).append(sec)
-    lines = ["| dataset / method | seeds | seconds per seed (mean) | seconds (all seeds) |", "|---|---:|---:|---:|"]
-    lines += [f"| {k} | {len(v)} | {np.mean(v):.0f} | {np.sum(v):.0f} |" for k, v in by.items()]
-    return lines
+# ------------------------------------------------------------------------------------------ raw results
+def save_raw(path: Path, raw: dict[str, Any]) -> None:
+    """Write the raw results as gzip-compressed JSON (the per-row predictions of every seed make it large)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress(json.dumps(raw, allow_nan=True, separators=(",", ":")).encode(), mtime=0))
 
 
-# ------------------------------------------------------------------------------------------------ summary
-PAPER = {"parade": -0.02, "cluster_dominance": -0.0171, "cluster_entropy": -0.0393}
+def load_raw(path: Path) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise SystemExit(f"raw results {path} not found (written by a run of benchmarks/vision_fairness.py)")
+    return json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
 
 
-def vision_summary(dml: dict, ssl: dict, cfg: dict, quick: bool) -> list[str]:
-    """The summary table (claim — protocol — baseline gap — effect ± 95% CI — utility change — verdict)."""
-    rows = []
-    for dataset, results in dml.items():
-        base, new = list(results)
-        b, m = results[base], results[new]
-        for key, util, what in (("recall@1_gap_minority", "recall@1", "Recall@1"), ("nmi_gap_minority", "nmi", "NMI")):
-            rows.append((f"{dataset}, induced imbalance; utility = {util}", summary_claim(
-                f"finDML: PARADE lowers the {what} gap of the shrunk groups ({dataset})", [r[key] for r in b],
-                [r[key] for r in m], [r[util] for r in b], [r[util] for r in m], paper_effect=PAPER["parade"])))
-    for dataset, results in ssl.items():
-        b = results["SimCLR"]
-        for variant in [k for k in results if k != "SimCLR"]:
-            m = results[variant]
-            for key, what in (("cluster_dominance", "cluster dominance"),
-                              ("cluster_entropy", "cluster entropy (the paper's ↓)")):
-                rows.append((f"{dataset}, induced imbalance; utility = probe accuracy", summary_claim(
-                    f"Martin: {variant} lowers {what} vs SimCLR ({dataset})", [r[key] for r in b],
-                    [r[key] for r in m], [r["probe_accuracy"] for r in b], [r["probe_accuracy"] for r in m],
-                    paper_effect=PAPER[key])))
-    if not rows:
-        return []
-    n = len(cfg["seeds"])
-    return ["## Summary: do the papers' claims hold here?", "",
-            f"Seeds: {n} ({cfg['seeds_why']}). Model selection, the same for every method: {cfg['selection']}. "
-            "Every method of a comparison sees the same seeds (data split, imbalance draw, initialisation) and the "
-            "same epoch budget.", "",
-            RULE + " These runs saved per-seed summaries only (no per-row predictions or embeddings), so the "
-            "baseline's bias is **not checked against a null** here and the changes are paired t-tests over the "
-            "seeds (test-row sampling not included). Paper effects: finDML reports PARADE reducing gaps \"by up to "
-            "2%\" (−2.0 used for both gaps); Martin & Ogbuokiri's CelebA row (cluster dominance 0.3569 → 0.3398: "
-            "−1.7 points; entropy 1.9463 → 1.9070 bits: −3.9 ×100). Values ×100 (entropy in bits ×100)."
-            + (" Smoke run: one seed, so no verdict can hold." if quick else ""),
-            "", *summary_table(rows)]
+def command(raw: dict) -> str:
+    argv = raw.get("argv", [])
+    machine = ("--out", "--render", "--data-dir")
+    shown = [a for i, a in enumerate(argv) if not (a.startswith(machine) or (i and argv[i - 1] in machine))]
+    return " ".join([COMMAND, *shown])
 
 
-# ------------------------------------------------------------------------------------------------ report
-def write_report(out: Path, raw: dict) -> None:
-    cfg, dml, ssl, quick, total = raw["cfg"], raw["dml"], raw["ssl"], raw["quick"], raw["seconds"]
-    names = titles(cfg)
-    d, u = cfg["digits"], cfg["utk"]
-    md = [f"# Vision fairness benchmark{' (quick smoke run)' if quick else ''}", "",
-          f"Regenerate: `{raw.get('command', COMMAND + (' --quick' if quick else ''))}` (from the repository root).",
-          f"Wall time of this run: {total / 60:.1f} min on this machine (2 shared CPU cores, one torch thread).", "",
-          *vision_summary(dml, ssl, cfg, quick), "",
-          "## Scale and protocol", "",
-          f"- Seeds: {cfg['seeds']} (model initialisation, data split and the imbalance draw); {cfg['seeds_why']}. "
-          "Tables: mean ± sample std over the seeds; claims: seed-paired differences with 95% t-intervals.",
-          f"- Model selection: {cfg['selection']}, for every method alike (as finDML and Martin & Ogbuokiri report "
-          "fixed training budgets); the validation split is not used.",
-          f"- ColoredDigits: scikit-learn's 8×8 digits upsampled to {d['size']}×{d['size']}, colour independent of "
-          f"the digit (bias {d['bias']}), {_pct_kept(d['ratio'])} of the green train rows kept (green ≈ "
-          f"{100 * (1 - d['ratio']) / (2 - d['ratio']):.0f} % of the train split; val/test balanced); "
-          f"encoder `conv` (3 conv blocks, width {cfg['digits_encoder']['encoder_kwargs']['width']}, 128-d); "
-          f"DML/PARADE {cfg['digits_dml_epochs']} epochs, SimCLR {cfg['digits_ssl_epochs']} epochs (FairSampling: "
-          f"{cfg['digits_pretrain']} SimCLR epochs, then the fair phase).",
-          f"- UTKFace subset (3,000 faces, 300 per gender × race cell): {u['image_size']}×{u['image_size']} px, "
-          f"seeded 70/10/20 split stratified by (class, race), Black and Indian kept at "
-          f"{_pct_kept(u['imbalance_ratio'])} in train; encoder `conv` (width "
-          f"{cfg['utk_encoder']['encoder_kwargs']['width']}, 128-d) trained from scratch; DML/PARADE "
-          f"{cfg['utk_dml_epochs']} epochs (target: age bins), SimCLR {cfg['utk_ssl_epochs']} epochs (probe target: "
-          f"gender; FairSampling: {cfg['utk_pretrain']} SimCLR epochs first).",
-          "- Not the papers' scale: both papers use a ResNet-50 backbone (finDML, from ImageNet weights; Martin & "
-          "Ogbuokiri, SimCLR for 30 epochs at batch 256) on CelebA / CheXpert-size data. resnet18 at 32 px measured "
-          "about 7 s per 64-image step on this shared machine (the small conv encoder 0.2 s), which does not fit "
-          "the time budget; the configs in `configs/{dml,parade,simclr,fair_sampling_simclr}/utkface.yaml` use "
-          "resnet18 at 64 px for real runs.",
-          f"- DML: margin loss (β₀ = 1.2, γ = 0.2) + distance-weighted mining, SPC-n batches (UTKFace 4 classes × 16, "
-          f"digits 10 × 6), embedding 128-d, Adam lr 1e-3. PARADE: same target objective, α_SA = "
-          f"{cfg['parade']['lambda_sa']}, ρ = {cfg['parade']['lambda_sep']}.",
-          "- finDML evaluation (`faircl.eval.findml.evaluate_embeddings`) on the test embeddings `z`: Recall@1, NMI "
-          "(K-means, K = classes), U_KL; gaps: `minority` = size-weighted mean over the other groups − mean over the "
-          "shrunk groups (positive = the minoritised groups are behind; for U_KL, lower is better so the sign is "
-          "flipped), `worst-vs-rest` = rest − worst group. Downstream: logistic regression on frozen train "
-          "embeddings, trained on the *balanced* train split (before the induced imbalance) embedded by the model "
-          "trained on the imbalanced one (finDML §6.2). `random-neighbour Recall@1` = Σ_c p(c|group)·p(c) on the "
-          "test split: the Recall@1 of an embedding that carries no information, per group.",
-          "- SimCLR part: NT-Xent τ = 0.5, projection 128-d, K = 4, ε = 0.1, the same batches (128) for all three "
-          "methods. FairSampling (weighted): the negatives of the NT-Xent denominator weighted by w(c)·distance (the "
-          "in-batch expectation of the paper's draw); FairSampling (sampled): Algorithm 1 line 13 as written, one "
-          "negative per anchor drawn ∝ w(c)·distance from the other clusters. `cluster_*` = K-means (K = 4) of the "
-          "test embeddings `z`: dominance (largest cluster share; 0.25 is perfectly balanced), entropy of the "
-          "cluster sizes (bits), separation (mean distance between centroids); `probe_*` = logistic regression on "
-          "frozen `h`.", ""]
-    if dml:
-        md += ["## PARADE vs margin + distance-weighted DML (finDML)", ""]
-        for dataset, results in dml.items():
-            base, new = list(results)
-            md += [f"### {names[dataset]}", "", _table(results, _dml_rows(GROUPS[dataset])), "",
-                   f"- imbalance creates a Recall@1 gap against the shrunk groups under the baseline (finDML §6.1): "
-                   f"{_baseline_gap(results[base], 'recall@1_gap_minority')}",
-                   f"- the gap reaches a downstream LR trained on the *balanced* train split (finDML §6.2): "
-                   f"{_baseline_gap(results[base], 'lr/accuracy_gap_minority')}",
-                   f"- worst-served group under the baseline (mean Recall@1): "
-                   f"{min(GROUPS[dataset], key=lambda g: _stat(results[base], f'recall@1/{g}')[0])}"]
-            for key, up in (("recall@1_gap_minority", False), ("nmi_gap_minority", False),
-                            ("ukl_gap_minority", False), ("lr/accuracy_gap_minority", False),
-                            ("recall@1", True), ("nmi", True), ("lr/accuracy", True)):
-                md.append(f"- {_paired(results, key, base, new, up)}")
-            md.append("")
-        plot = out.with_name(out.stem + "_recall.png")
-        _plot(dml, plot)
-        md += [f"![per-group Recall@1]({plot.name})", ""]
-    if ssl:
-        md += ["## FairSamplingSimCLR (weighted and sampled negatives) vs SimCLR", ""]
-        for dataset, results in ssl.items():
-            md += [f"### {names[dataset].split(' — ')[0]} — probe target "
-                   f"{'gender' if dataset == 'utkface' else 'digit'}; train imbalance as above", "",
-                   _table(results, SSL_ROWS), ""]
-            for variant in [k for k in results if k != "SimCLR"]:
-                md.append(f"- **{variant}** vs SimCLR, paired by seed:")
-                for key, up in (("cluster_dominance", False), ("cluster_entropy", False),
-                                ("cluster_separation", True), ("probe_accuracy", True), ("probe_f1", True),
-                                ("probe_auc", True)):
-                    md.append(f"  - {_paired(results, key, 'SimCLR', variant, up)}")
-            md.append("")
-    if raw.get("timings"):
-        md += ["## Time per run", "", *_timing_table(raw["timings"]), ""]
+# ------------------------------------------------------------------------------------------ report
+def _seeds(raw: dict) -> str:
+    seeds = raw["cfg"]["seeds"]
+    if isinstance(seeds, list):
+        seeds = {d: seeds for d in raw["parts"]}
+    return ", ".join(f"{NAMES[d]} {len(seeds[d])}" for d in raw["parts"])
+
+
+def write_report(out: Path, raw: dict[str, Any]) -> None:
+    from _vision_text import ANALYSIS, protocol_lines
+
+    cfg = raw["cfg"]
+    secs = raw.get("seconds", {})
+    png = out.with_name(out.stem + "_tradeoff.png")
+    md = [f"# Fair image representations at CPU scale{' (quick smoke run)' if raw.get('quick') else ''}", "",
+          f"Regenerate: `{command(raw)}` (from the repository root; data in `../shared/data` or `--data-dir`).",
+          f"Wall time of this run: **{raw['total'] / 60:.1f} min** on {raw['when']} ({os.cpu_count()} CPU cores "
+          f"shared with other jobs, one torch thread, {platform.machine()}; "
+          + ", ".join(f"{k} {v / 60:.1f} min" for k, v in secs.items()) + ").", "",
+          "## Summary: do the papers' claims hold here? (each paper's own model selection)", "",
+          f"Seeds per method: {_seeds(raw)} (training order and initialisation; every seed is scored on the same "
+          f"validation and test rows). {RULE} Selection: Shen's claims at Shen's rule (lowest validation GAP "
+          "among the epochs within 1 point of the best validation accuracy), Chi's at Chi's (best validation F1), "
+          "finDML's and Martin & Ogbuokiri's at their fixed training budget (the last epoch); each baseline at the "
+          "same rule as its method. Per-row predictions of the embedding methods: DML / PARADE — the label of the "
+          "nearest training embedding (its per-(class, group) accuracy is the per-(class, group) Recall@1 against "
+          "the training gallery); SimCLR / FairSampling — a logistic-regression probe on the frozen training "
+          "representation. Leakage (Leak@h, a linear SVM for the attribute on the hidden layer) is tested against "
+          "the majority-group rate on the test split only and its change is a paired t-test over seeds; cluster "
+          "dominance does not involve the attribute, so it has no null and its change is a paired t-test over "
+          "seeds (the utility column of those rows is the probe's accuracy, bootstrapped over rows). Paper effects: "
+          "Shen's Table 1 (Moji, the 80%-stereotype protocol copied here), finDML's \"up to 2%\", Martin & "
+          "Ogbuokiri's CelebA cluster dominance; Chi et al. and Martin & Ogbuokiri give no GAP effect (—). "
+          "Values ×100." + (" **Smoke run (`--quick`)**: tiny sizes, not evidence." if raw.get("quick") else ""),
+          "", *verdict_table(claim_rows(raw, "paper")), "",
+          "## The same claims at the epoch of lowest validation DTO (a second family)", "",
+          "DTO (distance of (validation accuracy, 1 − validation GAP) to (1, 1)) picks one epoch per run for every "
+          "method, baselines included; Holm runs over this table's claims separately.", "",
+          *verdict_table(claim_rows(raw, "dto")), "", *protocol_lines(raw), ""]
+    for dataset in raw["parts"]:
+        for rule in ("paper", "dto"):
+            md += [f"## {NAMES[dataset]} — {RULE_WORDS[rule]} selection", "",
+                   "Test split, ×100, mean ± std over seeds; every number is computed from the saved per-row "
+                   "predictions. Selected epoch per seed (0-based, final stage), then the rule that chose it.", "",
+                   *means_table(raw, dataset, rule), ""]
+        md += [f"### {NAMES[dataset]} — the papers' own metrics (fixed budget)", "",
+               "finDML: Recall@1 within the test split (self excluded) and NMI of K-means (K = 2) per group, "
+               "from `DML.extra_test_metrics`; Martin & Ogbuokiri: K-means (K = 4) cluster balance of the test "
+               "embeddings and the probe's accuracy / AUC. Fractions ×100 (entropy, separation ×100 too).", "",
+               *papers_metrics(raw, dataset, "paper")]
+    png.parent.mkdir(parents=True, exist_ok=True)
+    plot(raw, png)
+    md += [f"![test GAP vs accuracy]({png.name})", ""]
+    if secs:
+        md += ["## Time", "", "| method | " + " | ".join(raw["parts"]) + " |", "|---|" + "---|" * len(raw["parts"])]
+        methods = list(dict.fromkeys(m for d in raw["parts"].values() for m in d["paper"]))
+        for m in methods:
+            cells = []
+            for d in raw["parts"].values():
+                rs = d["paper"].get(m, [])
+                cells.append(f"{np.sum([r['fit_seconds'] for r in rs]):.0f} s" if rs else "—")
+            md.append(f"| {m} (fit, all seeds) | " + " | ".join(cells) + " |")
+        md.append("")
     md += [ANALYSIS, ""]
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(md))
-
-
-ANALYSIS = """## How to read the results
-
-The claims under test: (finDML) DML trained on imbalanced data has subgroup gaps in Recall@1 / NMI / U_KL that carry
-over to downstream classifiers even when these are trained on balanced data, and PARADE narrows the gaps at a small
-cost in overall performance; (Martin & Ogbuokiri) fairness-driven negative sampling makes the K-means clusters of the
-representation more balanced (Table 1: dominance ↓, entropy ↓, separation ↑) at equal linear-probe utility. Every
-number and verdict above is recomputed from the per-seed JSON; the notes below say what the comparisons can and
-cannot show, not what a particular run found.
-
-- **ColoredDigits** is the controlled test of finDML's diagnosis: the colour carries no information about the digit,
-  so any Recall@1 gap of the green rows comes from their scarcity in train (the conv filters are learned almost only
-  on red inputs, and a green digit lights a different input channel). PARADE de-correlates its two heads; it does not
-  give the backbone more green examples. finDML gives the same reason for PARADE widening the gap of its rarest group
-  (skin tone VI, < 1 % of CelebA): too few examples to learn similarity from anything but the de-correlated attribute.
-- **UTKFace**: the subset balances gender × race, not age, so each group's Recall@1 also depends on its age mix; the
-  random-neighbour rows give each group's floor. A gap against the shrunk races is evidence of the imbalance only when
-  it exceeds the difference of these floors.
-- **Fairness-driven sampling**: the weights w(c) = max(0, 1/K − p(c)) + ε push anchors away from members of
-  under-represented clusters, which can spread the centroids (separation) without moving rows between clusters, so a
-  fresh K-means may find clusters of similar sizes. The sampled mode contrasts each anchor with a single drawn
-  negative (the paper's Algorithm 1); the weighted mode uses the whole weighted batch, its in-batch expectation, with
-  a much lower-variance gradient. Both variants and SimCLR share the seed, the epoch budget and the number of SimCLR
-  epochs before the fair phase.
-- Scale: small conv encoders trained from scratch for a few epochs on CPU, not the papers' ResNet-50; a claim that
-  does not hold here is not refuted at the papers' scale."""
