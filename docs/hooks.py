@@ -33,7 +33,7 @@ FAIRNESS_FILES = ("text_fairness.md", "vision_fairness.md", "embedding_fairness.
 #: Method → (regex for the first cell of an overhead / per-protocol row, regex for a summary claim, note).
 METHOD_ROWS: dict[str, tuple[str, str, str]] = {
     "CE": (r"^CE$", r"\bvs CE\b", "CE is the baseline of these claims: its gap is the *baseline gap* column."),
-    "ConFair": (r"^(ConFair|Con_)", r"\bConFair\b", ""),
+    "ConFair": (r"^(ConFair|Con_)", r"\bCon(Fair\b|_\*)", ""),
     "TwoStageCL": (r"^TwoStageCL\b", r"\bTwoStageCL\b", ""),
     "OneStageCL": (r"^OneStageCL\b", r"\bOneStageCL\b", ""),
     "Adversarial": (r"^Adv(ersarial)?\b", r"\bAdv(ersarial)?\b", ""),

@@ -152,15 +152,17 @@ def test_method_rows_come_from_the_results_files(tmp_path):
                                           "| ConFair | 1.50 |\n| OneStageCL | 3.00 |\n")
     (tmp_path / "text_fairness.md").write_text(
         "# t\n\n| claim | verdict |\n|---|---|\n| Shen: ConFair lowers GAP vs CE | **holds** (x) |\n"
-        "| Chi: OneStageCL lowers the EO gap vs CE | **does not hold** (y) |\n")
+        "| Chi: OneStageCL lowers the EO gap vs CE | **does not hold** (y) |\n"
+        "| Shen: Con_*^ft lowers Leak@h vs CE | **does not hold** (z) |\n")
     confair = hooks.snippet("ConFair", tmp_path)
     assert "| ConFair | 1.50 |" in confair and "| CE | 1.00 |" in confair and "OneStageCL" not in confair
     assert "Shen: ConFair lowers GAP vs CE" in confair and "Chi:" not in confair
+    assert "Con_*^ft lowers Leak@h" in confair  # the results files name ConFair's variants Con_* / Con_*^ft
     assert "Not measured yet" in hooks.snippet("INLP", tmp_path)
     assert "test no claim about INLP" in hooks.snippet("INLP", tmp_path)
     overview = hooks.overview(tmp_path)
-    assert "| [ConFair](confair.md) | 1.50 (overhead) | 1 holds |" in overview
-    assert "| [CE](ce.md) | 1.00 (overhead) | baseline of 2 claims |" in overview
+    assert "| [ConFair](confair.md) | 1.50 (overhead) | 1 holds, 1 does not hold |" in overview
+    assert "| [CE](ce.md) | 1.00 (overhead) | baseline of 3 claims |" in overview
 
 
 def _subcommands() -> set[str]:
