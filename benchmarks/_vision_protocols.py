@@ -12,10 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import torch
 
 from faircl.data.base import FairDataset
-from faircl.data.synthetic import _PALETTE, ColoredDigits
+from faircl.data.synthetic import ColoredDigits
 from faircl.data.vision import UTKFace
 from faircl.data.vision.base import ImageTable
 from faircl.data.vision.imbalance import subset
@@ -47,29 +46,14 @@ class StereoDigits(ColoredDigits):
         super().__init__(num_groups=2, bias=bias, binary_task=True, **kwargs)
         self.max_train = max_train
 
-    def load_splits(self) -> dict[str, FairDataset]:
-        from sklearn.datasets import load_digits
-
-        digits = load_digits()
-        img = digits.images.astype(np.float32) / 16.0
-        digit = digits.target.astype(np.int64)
-        rng = np.random.default_rng(self.seed)
-        order = rng.permutation(len(digit))
-        n_test = int(round(self.test_fraction * len(order)))
-        n_val = int(round(self.val_fraction * len(order)))
-        parts = {"test": order[:n_test], "val": order[n_test:n_test + n_val], "train": order[n_test + n_val:]}
+    def digit_splits(self) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], np.random.Generator]:
+        img, digit, parts, rng = super().digit_splits()
         if self.max_train is not None:
             parts["train"] = parts["train"][:self.max_train]
-        rep = self.size // 8
-        out = {}
-        for split, rows in parts.items():
-            y = (digit[rows] >= 5).astype(np.int64)
-            a = exact_stereotype(y, self.bias if split == "train" else 0.5, rng)
-            gray = np.kron(img[rows], np.ones((rep, rep), dtype=np.float32))
-            x = gray[:, None, :, :] * _PALETTE[a].astype(np.float32)[:, :, None, None]
-            out[split] = FairDataset(torch.from_numpy(np.ascontiguousarray(x)), y, a, num_classes=2, num_groups=2,
-                                     source=f"StereoDigits[{split}]")
-        return out
+        return img, digit, parts, rng
+
+    def split_attributes(self, split: str, digit: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return exact_stereotype(y, self.bias if split == "train" else 0.5, rng)
 
 
 class StereoUTKFace(UTKFace):

@@ -283,7 +283,9 @@ class ColoredDigits(FairDataModule):
     def input_kind(self) -> str:
         return "images"
 
-    def load_splits(self) -> dict[str, FairDataset]:
+    def digit_splits(self) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], np.random.Generator]:
+        """The 8 × 8 digit images (``[n, 8, 8]`` in [0, 1]), their digits, the row ids of each split (test, val,
+        train, drawn with ``seed``) and the generator that goes on to draw the colours."""
         from sklearn.datasets import load_digits
 
         digits = load_digits()
@@ -294,19 +296,27 @@ class ColoredDigits(FairDataModule):
         n_test = int(round(self.test_fraction * len(order)))
         n_val = int(round(self.val_fraction * len(order)))
         parts = {"test": order[:n_test], "val": order[n_test:n_test + n_val], "train": order[n_test + n_val:]}
+        return img, digit, parts, rng
+
+    def split_attributes(self, split: str, digit: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The colour ids of a split's rows: ``bias`` toward the digit's colour in train, uniform elsewhere."""
+        bias = self.bias if split == "train" else 1.0 / self._num_groups
+        return biased_attributes(digit, self._num_groups, bias, rng)
+
+    def load_splits(self) -> dict[str, FairDataset]:
+        img, digit, parts, rng = self.digit_splits()
         rep = self.size // 8
         out = {}
         for split, rows in parts.items():
             d = digit[rows]
             y = (d >= 5).astype(np.int64) if self.binary_task else d
-            bias = self.bias if split == "train" else 1.0 / self._num_groups
-            a = biased_attributes(d, self._num_groups, bias, rng)
+            a = self.split_attributes(split, d, y, rng)
             gray = np.kron(img[rows], np.ones((rep, rep), dtype=np.float32))  # [n, size, size]
             color = _PALETTE[a].astype(np.float32)  # [n, 3]
             x = gray[:, None, :, :] * color[:, :, None, None]
             out[split] = FairDataset(torch.from_numpy(np.ascontiguousarray(x)), y, a,
                                      num_classes=len(self.class_names), num_groups=self._num_groups,
-                                     source=f"ColoredDigits[{split}]")
+                                     source=f"{type(self).__name__}[{split}]")
         return out
 
     def view_transform(self) -> Callable:
