@@ -96,6 +96,14 @@ def chi_grid(epochs: int, lams: list[float], taus: list[float]) -> dict[str, Spe
     return grid
 
 
+def data_folder(args: argparse.Namespace, name: str) -> Path:
+    """``<--data>/<name>``, or exit naming the folder and how to point to the data."""
+    data = Path(args.data) / name
+    if not data.is_dir():
+        raise SystemExit(f"data folder {data} not found: pass --data <folder> or set FAIRCL_DATA")
+    return data
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="smoke run: 2 seeds, 4 epochs, small subsets")
@@ -179,9 +187,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.no_hate:
         log("(d) English hate speech, controlled stereotype, attribute age")
         t0 = time.perf_counter()
-        data = Path(args.data) / "multilingual_hate_speech_demographics"
-        if not data.is_dir():
-            raise SystemExit(f"data folder {data} not found: pass --data <folder> or set FAIRCL_DATA")
+        data = data_folder(args, "multilingual_hate_speech_demographics")
         hate, hinfo = hate_features(data, "age", args.embed_epochs, args.hate_max_train or None, 0, log)
         raw["info"]["hate"] = hinfo
         grid = method_grid(args.hate_epochs, ["CE", "Con_* (l2 h, Shen)", "Con_* (raw tanh h, fairlib)"],
@@ -192,9 +198,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.no_bios:
         log("(e) Bias in Bios samples (real bios, 28 professions), frozen MiniLM features")
         t0 = time.perf_counter()
-        data = Path(args.data) / "bias_in_bios_samples"
-        if not data.is_dir():
-            raise SystemExit(f"data folder {data} not found: pass --data <folder> or set FAIRCL_DATA")
+        data = data_folder(args, "bias_in_bios_samples")
         bios, binfo = bios_features(data, args.copies, log)
         raw["info"]["bios"] = binfo
         grid = method_grid(args.bios_epochs, methods, len(bios.labels["train"][0]), bios.batch_size)
