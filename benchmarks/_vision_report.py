@@ -10,6 +10,7 @@ import json
 import math
 import os
 import platform
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import numpy as np
 from _stats import RULE, SUMMARY_HEADER, decide_rows
 
 from faircl.eval.compare import (ClaimEvidence, SplitPredictions, Verdict, claim_from_predictions,
-                                 confusion_from_rows, degenerate_by_seed, gap_from_confusion, leakage_null,
+                                 confusion_from_rows, degenerate_by_seed, gap_from_confusion, leakage_bias_tests,
                                  paired_bootstrap, paired_seed_comparison)
 
 COMMAND = ".venv/bin/python benchmarks/vision_fairness.py"
@@ -76,9 +77,9 @@ def claim(raw: dict, dataset: str, rule: str, who: str, method: str, base: str, 
     utility = paired_bootstrap(bt.y, bt.a, bt.preds, mt.preds, "accuracy", num_classes=2, num_groups=2)
     lb, lm = [r[metric] for r in b], [r[metric] for r in m]
     bias: tuple = ()
-    if metric == "leakage_h":
-        a = bt.a[bt.a >= 0]
-        bias = (leakage_null(lb, float(np.bincount(a).max() / len(a)), len(a)),)
+    if metric == "leakage_h":  # on test and validation where the runs scored the probe on both
+        val = [r.get("val_leakage_h") for r in b]
+        bias = leakage_bias_tests(lb, bt.a, None if None in val else val, bv.a)
     return ClaimEvidence(name, paired_seed_comparison(lb, lm), utility, paper, bias, degenerate_by_seed(bt, 2),
                          degenerate_by_seed(mt, 2))
 
@@ -216,10 +217,18 @@ def command(raw: dict) -> str:
     argv = raw.get("argv", [])
     machine = ("--out", "--render", "--data-dir")
     shown = [a for i, a in enumerate(argv) if not (a.startswith(machine) or (i and argv[i - 1] in machine))]
-    return " ".join([COMMAND, *shown])
+    return " ".join([COMMAND, *(shlex.quote(a) for a in shown)])
 
 
 # ------------------------------------------------------------------------------------------ report
+def reruns_line(raw: dict) -> str:
+    """What was re-run into these results after the main run (``--merge-into``), and whether it reproduced it."""
+    return "".join(f" Re-run on {r['when']} (`{command(r)}`, {r['minutes']:.1f} min): "
+                   f"{', '.join(r['methods'])} on {', '.join(r['datasets'])}; "
+                   f"{r['same_test_predictions']} of {r['runs']} runs reproduce the saved test predictions exactly, "
+                   "and the re-run replaces them." for r in raw.get("reruns", []))
+
+
 def _seeds(raw: dict) -> str:
     seeds = raw["cfg"]["seeds"]
     if isinstance(seeds, list):
@@ -237,7 +246,7 @@ def write_report(out: Path, raw: dict[str, Any]) -> None:
           f"Regenerate: `{command(raw)}` (from the repository root; data in `../shared/data` or `--data-dir`).",
           f"Wall time of this run: **{raw['total'] / 60:.1f} min** on {raw['when']} ({os.cpu_count()} CPU cores "
           f"shared with other jobs, one torch thread, {platform.machine()}; "
-          + ", ".join(f"{k} {v / 60:.1f} min" for k, v in secs.items()) + ").", "",
+          + ", ".join(f"{k} {v / 60:.1f} min" for k, v in secs.items()) + ")." + reruns_line(raw), "",
           "## Summary: do the papers' claims hold here? (each paper's own model selection)", "",
           f"Seeds per method: {_seeds(raw)} (training order and initialisation; every seed is scored on the same "
           f"validation and test rows). {RULE} Selection: Shen's claims at Shen's rule (lowest validation GAP "
@@ -246,8 +255,9 @@ def write_report(out: Path, raw: dict[str, Any]) -> None:
           "same rule as its method. Per-row predictions of the embedding methods: DML / PARADE — the label of the "
           "nearest training embedding (its per-(class, group) accuracy is the per-(class, group) Recall@1 against "
           "the training gallery); SimCLR / FairSampling — a logistic-regression probe on the frozen training "
-          "representation. Leakage (Leak@h, a linear SVM for the attribute on the hidden layer) is tested against "
-          "the majority-group rate on the test split only and its change is a paired t-test over seeds; cluster "
+          "representation. Leakage (Leak@h, a linear SVM for the attribute on the hidden layer, fit on train) is "
+          "tested against the majority-group rate on the test and the validation split and its change is a paired "
+          "t-test over seeds; cluster "
           "dominance does not involve the attribute, so it has no null and its change is a paired t-test over "
           "seeds (the utility column of those rows is the probe's accuracy, bootstrapped over rows). Paper effects: "
           "Shen's Table 1 (Moji, the 80%-stereotype protocol copied here), finDML's \"up to 2%\", Martin & "

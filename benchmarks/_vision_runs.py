@@ -23,7 +23,7 @@ from typing import Any
 import lightning as L
 import numpy as np
 import torch
-from _text_runs import EpochKeeper, predictions, select_epoch
+from _text_runs import EpochKeeper, predictions, select_epoch, validation_leakage
 
 from faircl.eval.compare import confusion_from_rows, gap_from_confusion
 from faircl.methods.selection import selection_scores
@@ -71,6 +71,8 @@ def fit_classifier(cls: type, kwargs: dict[str, Any], dm: Any, epochs: int, seed
                            for h in keeper.history],
                        test_pred=predictions(model, dm, "test").tolist(),
                        val_pred=predictions(model, dm, "val").tolist())
+            if "leakage_h" in rep:  # the test's probe scored on the validation rows (the bias test needs both)
+                rep["val_leakage_h"] = validation_leakage(model, dm)
             done[i] = rep
         out[rule] = {**done[i], "rule": how}
     return out

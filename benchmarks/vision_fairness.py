@@ -131,6 +131,28 @@ def protocol_info(dataset: str, cfg: dict, data_dir: Path) -> dict:
     return describe(dm.splits, dm.class_names, dm.group_names)
 
 
+def merge_runs(saved: dict, new: dict, log) -> dict:
+    """``saved`` with the runs of ``new`` (same datasets, rules, methods, seeds) put in place of its own; the re-run
+    is recorded under ``reruns`` with how many of its runs reproduce the saved test predictions."""
+    same = total = 0
+    for dataset, rules in new["parts"].items():
+        for rule, methods in rules.items():
+            for name, reps in methods.items():
+                old = saved["parts"].get(dataset, {}).get(rule, {}).get(name)
+                if old is None or len(old) != len(reps):
+                    raise SystemExit(f"--merge-into: the saved results have no {len(reps)} runs of {name!r} on "
+                                     f"{dataset} ({rule} rule) to replace")
+                same += sum(a["test_pred"] == b["test_pred"] for a, b in zip(old, reps))
+                total += len(reps)
+                saved["parts"][dataset][rule][name] = reps
+    methods = sorted({m for rules in new["parts"].values() for ms in rules.values() for m in ms})
+    saved.setdefault("reruns", []).append({"when": new["when"], "argv": new["argv"], "methods": methods,
+                                           "datasets": sorted(new["parts"]), "same_test_predictions": same,
+                                           "runs": total, "minutes": new["total"] / 60})
+    log(f"merged {total} runs of {methods}; {same} reproduce the saved test predictions")
+    return saved
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="smoke run: 2 seeds, 2-3 epochs, small subsets")
@@ -148,6 +170,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--methods", default="", help="semicolon-separated subset of the methods ('' = all), e.g. "
                    "'CE;TwoStageCL'")
     p.add_argument("--render", metavar="JSON", help="rewrite the results file from a saved .json.gz (no training)")
+    p.add_argument("--merge-into", metavar="JSON", help="re-run only --datasets / --methods and put their runs into "
+                   "this saved .json.gz (the others kept; how many re-runs reproduce the saved test predictions is "
+                   "recorded and printed in the results file), then rewrite the results file from it")
     args = p.parse_args(argv)
     if args.render:
         write_report(Path(args.out), load_raw(Path(args.render)))
@@ -206,6 +231,8 @@ def main(argv: list[str] | None = None) -> None:
         raw["seconds"][dataset] = time.perf_counter() - t0
     raw["total"] = time.perf_counter() - started
     out = Path(args.out)
+    if args.merge_into:
+        raw = merge_runs(load_raw(Path(args.merge_into)), raw, log)
     raw_path = out.with_name(out.stem + ".json.gz")
     save_raw(raw_path, raw)
     out.with_name(out.stem + ".partial.json.gz").unlink(missing_ok=True)

@@ -142,3 +142,24 @@ def test_stereo_utkface_realised_association(data_dir):
     for split in ("val", "test"):
         assert info[split]["p_a_eq_y"] == 0.5
         assert len(set(info[split]["counts"].values())) == 1  # balanced cells
+
+
+def test_merge_runs_replaces_only_the_rerun_and_records_reproduction():
+    from vision_fairness import merge_runs
+
+    def rep(pred, leak=None):
+        return {"test_pred": pred, **({"val_leakage_h": leak} if leak is not None else {})}
+
+    saved = {"parts": {"digits": {"paper": {"CE": [rep([0, 1]), rep([1, 1])], "M": [rep([0, 0]), rep([1, 0])]}}}}
+    new = {"when": "2026-11-25", "argv": ["--methods", "CE"], "total": 60.0,
+           "parts": {"digits": {"paper": {"CE": [rep([0, 1], 0.7), rep([0, 0], 0.6)]}}}}
+    out = merge_runs(saved, new, lambda msg: None)
+    assert [r["val_leakage_h"] for r in out["parts"]["digits"]["paper"]["CE"]] == [0.7, 0.6]
+    assert out["parts"]["digits"]["paper"]["M"] == [rep([0, 0]), rep([1, 0])]  # the others are kept
+    assert out["reruns"][0]["same_test_predictions"] == 1 and out["reruns"][0]["runs"] == 2
+    from _vision_report import reruns_line
+
+    assert "1 of 2 runs reproduce the saved test predictions" in reruns_line(out)
+    bad = {**new, "parts": {"digits": {"paper": {"CE": [rep([0, 1])]}}}}  # fewer seeds than saved
+    with pytest.raises(SystemExit, match="no 1 runs of 'CE'"):
+        merge_runs(saved, bad, lambda msg: None)
