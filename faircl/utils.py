@@ -1,5 +1,5 @@
-"""Small utilities: per-group report keys, a differentiable all-gather, a gather of variable-size rows and a gradient
-cache for large batches."""
+"""Small utilities: per-group report keys, a differentiable all-gather, a gather of variable-size rows, a gradient
+cache for large batches and the round-off tolerance of rank decisions."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 import torch.distributed as dist
 
 __all__ = ["GradientCache", "all_gather_variable", "all_gather_with_grad", "end_distributed", "gather_rows",
-           "group_names_or_default", "is_distributed", "per_group_items", "quiet_trainer_kwargs", "split_batch"]
+           "group_names_or_default", "is_distributed", "per_group_items", "quiet_trainer_kwargs", "rank_tolerance", "split_batch"]
 
 
 def group_names_or_default(group_names: Sequence[str] | None, num_groups: int) -> list[str]:
@@ -288,6 +288,18 @@ def _leaf_items(cache: Any) -> list[tuple[str, torch.Tensor]]:
     if isinstance(cache, dict):
         return [(k, t) for k, t in cache.items() if t.requires_grad]
     return [("", cache)]
+
+
+def rank_tolerance(sigma_max: float, shape: Sequence[int], eps: float) -> float:
+    """The largest singular value that counts as zero: ``max(m, n) · eps · σ_max`` for an ``[m, n]`` matrix.
+
+    The default tolerance of ``torch.linalg.matrix_rank`` and ``numpy.linalg.matrix_rank``. A rank, zero or
+    infinity decision taken from a factorisation must use it (never ``σ == 0``): the singular values of a
+    rank-deficient matrix come out as exact zeros on one CPU and as ``1e-17`` on another, depending on the kernels
+    (SIMD width, MKL code path). ``eps`` is the machine epsilon of the data's precision (``torch.finfo(dtype).eps``
+    of the input, also when the factorisation runs in float64: round-off of the input is at the input's precision).
+    """
+    return float(max(shape)) * float(eps) * float(sigma_max)
 
 
 def end_distributed(barrier: bool = True) -> None:

@@ -18,6 +18,7 @@ from torchmetrics.utilities import dim_zero_cat
 from faircl._checks import check_choice, check_embeddings, check_ids, check_positive, check_rows
 from faircl.metrics import gaps as G
 from faircl.metrics.clustering import kmeans
+from faircl.utils import rank_tolerance
 
 __all__ = [
     "CCEDGap",
@@ -153,17 +154,24 @@ def uniformity_kl(embeddings: Tensor) -> Tensor:
 
     ``S`` holds the ``min(N, D)`` singular values of the (uncentred) matrix divided by their sum, ``U`` is uniform
     over as many entries, and ``D_KL(U ‖ S) = Σ_i (1/m) log((1/m) / s_i)`` (as in Roth et al.'s ``rho_spectrum``).
-    Lower = more uniform spectrum. ``+inf`` when the matrix is rank deficient (a zero singular value); NaN for an
-    empty or all-zero matrix.
+    Lower = more uniform spectrum. ``+inf`` when the matrix is rank deficient; NaN for an empty or all-zero matrix.
+
+    Rank deficiency is decided with a tolerance, as ``torch.linalg.matrix_rank`` does by default: a singular value
+    ``<= max(N, D)·eps·σ_max`` (``eps`` of the input's dtype, :func:`faircl.utils.rank_tolerance`) is zero. The
+    singular values of a rank-deficient matrix are exact zeros on some CPUs and round-off (``1e-17``) on others,
+    so an exact comparison would make the answer depend on the machine's kernels.
     """
-    x = _check_embeddings(embeddings).double()
+    x = _check_embeddings(embeddings)
+    eps = torch.finfo(x.dtype).eps
+    x = x.double()
     if x.shape[0] == 0:
         return torch.tensor(float("nan"), dtype=torch.float64)
     s = torch.linalg.svdvals(x)
-    total = s.sum()
-    if float(total) == 0.0:
+    if float(s.max()) == 0.0:  # all-zero input: the singular values of exact zeros are exact zeros on every kernel
         return torch.tensor(float("nan"), dtype=torch.float64)
-    p = s / total
+    if float(s.min()) <= rank_tolerance(float(s.max()), x.shape, eps):
+        return torch.tensor(float("inf"), dtype=torch.float64)
+    p = s / s.sum()
     m = p.numel()
     return (math.log(1.0 / m) - p.log()).mean()
 

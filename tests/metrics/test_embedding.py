@@ -194,6 +194,38 @@ def test_uniformity_kl_degenerate():
     assert math.isnan(uniformity_kl(torch.zeros(4, 3)).item())
     assert uniformity_kl(torch.eye(3)).item() == pytest.approx(0.0, abs=1e-12)  # perfectly flat spectrum
 
+def _ulp_noise(x: torch.Tensor, seed: int) -> torch.Tensor:
+    """``x * (1 + k·eps)`` with an integer ``k`` in -4..4 per entry: the round-off another CPU's kernels leave."""
+    k = torch.randint(-4, 5, x.shape, generator=torch.Generator().manual_seed(seed)).to(x.dtype)
+    return x * (1 + k * torch.finfo(x.dtype).eps)
+
+
+def _planted_rank(n: int, d: int, spectrum: list[float], seed: int, dtype=torch.float64) -> torch.Tensor:
+    """``U diag(spectrum) Vᵀ`` with random orthonormal ``U [n, r]``, ``V [d, r]``: its rank is ``len(spectrum)``."""
+    gen = torch.Generator().manual_seed(seed)
+    u = torch.linalg.qr(torch.randn(n, n, generator=gen, dtype=torch.float64))[0][:, :len(spectrum)]
+    v = torch.linalg.qr(torch.randn(d, d, generator=gen, dtype=torch.float64))[0][:, :len(spectrum)]
+    return (u * torch.tensor(spectrum, dtype=torch.float64)) @ v.T
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("seed", range(5))
+def test_uniformity_kl_rank_decision_survives_round_off(dtype, seed):
+    """Round-off of a few ulps on a rank-deficient matrix (entries scaled by ``1 + k·eps``, ``|k| <= 4``, or a
+    spectrum rebuilt from random factors) leaves tiny non-zero singular values; the rank decision uses the
+    tolerance ``max(N, D)·eps·σ_max`` and stays "rank deficient" (``+inf``). A full-rank matrix whose smallest
+    singular value is far above that tolerance (nothing to find) stays finite and equals the literal KL."""
+    ones = _ulp_noise(torch.ones(5, 3, dtype=dtype), seed)
+    assert uniformity_kl(ones).item() == math.inf
+    planted = _planted_rank(12, 6, [5.0, 2.0, 1.0], seed).to(dtype)       # rank 3 of 6
+    assert uniformity_kl(_ulp_noise(planted, seed + 10)).item() == math.inf
+    full = _planted_rank(12, 6, [5.0, 2.0, 1.0, 0.5, 0.1, 1e-3], seed).to(dtype)   # full rank
+    x = _ulp_noise(full, seed + 20)
+    got = uniformity_kl(x).item()
+    s = np.linalg.svd(x.double().numpy(), compute_uv=False)
+    assert math.isfinite(got) and got == pytest.approx(entropy(np.full(6, 1 / 6), s / s.sum()), rel=1e-9)
+
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # cluster balance
