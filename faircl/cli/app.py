@@ -31,6 +31,7 @@ from lightning.pytorch.loggers import CSVLogger
 import faircl.data
 from faircl.checkpoints import AtomicCheckpointIO, CheckpointError, FairCheckpoint, check_checkpoint
 from faircl.cli.outputs import PredictionFiles
+from faircl.cli.records import fit_record_of, run_record
 from faircl.cli.runs import (LINKED, UNTRAINED, CarryBest, CLIError, check_linked, checkpoint_class, checkpoint_epoch,
                              config_filename, config_files, expand_configs, guard_outputs, linked_values_given,
                              option_value, read_config, resolve_ckpt_path, sets_optimizer_lr, short_name)
@@ -217,6 +218,11 @@ class FairCLI(LightningCLI):
         print(f"faircl: {subcommand} with {which}", file=sys.stderr)
         return kwargs
 
+    def before_fit(self) -> None:
+        # the fit record travels in the checkpoint: `faircl compare` pairs runs by the fit's seed and settings
+        node = self.config.get(self.subcommand) if self.subcommand else self.config
+        self.model.fit_record = fit_record_of(node.as_dict() if hasattr(node, "as_dict") else dict(node))
+
     def after_test(self) -> None:
         # ``trainer.log_dir`` is a collective (a broadcast from rank 0): every rank reads it before any returns.
         log_dir = Path(self.trainer.log_dir or self.trainer.default_root_dir)
@@ -225,8 +231,11 @@ class FairCLI(LightningCLI):
             return
         meta = {"method": type(self.model).__name__, "data": type(self.datamodule).__name__,
                 "checkpoint": self.ckpt_used or "none (untrained weights)"}
+        rows = getattr(self.model, "test_rows", None) or {}
+        meta.update(run_record(self.model, self.datamodule, rows, log_dir))
         path = write_report(report, log_dir, meta=meta)
-        plot_report(report, log_dir / "report.png", title=f"{meta['method']} on {meta['data']} — test")
+        plot_report(report, log_dir / "report.png", title=f"{meta['method']} on {meta['data']} — test",
+                    rows=rows.get("test"), class_names=getattr(self.datamodule, "class_names", None))
         print_report(report, title=f"{meta['method']} on {meta['data']} — test")
         print(f"report written to {path}, {path.with_suffix('.md')} and {path.with_name('report.png')}")
 

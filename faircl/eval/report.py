@@ -10,7 +10,11 @@ from typing import Any
 
 
 #: Metrics where lower is better (gaps, leakage); shown with a down arrow.
-LOWER_IS_BETTER = ("gap", "leakage", "difference", "cced", "dominance", "deviation", "effect_size", "n_unknown")
+LOWER_IS_BETTER = ("gap", "leakage", "difference", "cced", "dominance", "deviation", "effect_size")
+
+#: Entries with no better direction, shown without an arrow: per-group rates (``group_tpr/<group>``: a higher TPR of
+#: one group is not fairer) and counts (``n_unknown_group``).
+NO_DIRECTION = ("group_accuracy/", "group_tpr/", "group_fpr/", "group_ppr/", "n_")
 
 _ORDER = ("accuracy", "f1", "worst_group_accuracy", "eo_gap", "tpr_gap_rms", "fpr_gap_rms", "dp_gap",
           "equalized_odds_difference", "leakage_h", "leakage_yhat")
@@ -21,12 +25,21 @@ TARGET_IS_MIDPOINT = ("stereo_score", "_ss", "male_ratio")
 
 
 def _arrow(name: str) -> str:
+    if name.startswith(NO_DIRECTION):
+        return ""
     if any(t in name for t in TARGET_IS_MIDPOINT):
         return "≈"
     return "↓" if any(t in name for t in LOWER_IS_BETTER) else "↑"
 
 
-def _fmt(v: Any) -> str:
+def _label(name: str) -> str:
+    arrow = _arrow(name)
+    return f"{name} {arrow}" if arrow else name
+
+
+def _fmt(v: Any, name: str = "") -> str:
+    if name.startswith("n_") and isinstance(v, float) and v.is_integer():
+        return str(int(v))  # a count
     if isinstance(v, float):
         return "n/a (undefined)" if math.isnan(v) else f"{v:.4f}"
     return str(v)
@@ -59,7 +72,7 @@ def print_reports(reports: Mapping[str, Mapping[str, Any]], title: str = "Fairne
         table.add_column(name, justify="right")
     keys = ordered_keys(list({k: None for r in reports.values() for k in r}))
     for k in keys:
-        table.add_row(f"{k} {_arrow(k)}", *[_fmt(r.get(k, "—")) for r in reports.values()])
+        table.add_row(_label(k), *[_fmt(r.get(k, "—"), k) for r in reports.values()])
     _console().print(table)
 
 
@@ -68,7 +81,7 @@ def to_markdown(reports: Mapping[str, Mapping[str, Any]]) -> str:
     keys = ordered_keys(list({k: None for r in reports.values() for k in r}))
     lines = ["| metric | " + " | ".join(reports) + " |", "|---|" + "---:|" * len(reports)]
     for k in keys:
-        lines.append(f"| {k} {_arrow(k)} | " + " | ".join(_fmt(r.get(k, "—")) for r in reports.values()) + " |")
+        lines.append(f"| {_label(k)} | " + " | ".join(_fmt(r.get(k, "—"), k) for r in reports.values()) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -33,12 +33,14 @@ from faircl.data.base import FairDataModule
 from faircl.methods.inputs import TRAINABLE_KINDS, check_datamodule, resolve_encoder
 from faircl.methods.optim import OPTIMIZERS, SCHEDULERS, build_optimizer, param_groups
 from faircl.methods.passes import collect as collect_rows
+from faircl.methods.records import default_fit_record, test_rows
 from faircl.methods.scale import cached_training_step, rewrap_ddp
 from faircl.methods.selection import monitor_mode as resolve_monitor_mode
 from faircl.methods.selection import monitor_spec, selection_scores
 from faircl.methods.steplog import log_epoch_terms, record_train_terms, stack_terms
 from faircl.metrics import GroupFairness
-from faircl.metrics.leakage import linear_leakage
+from faircl.metrics.leakage import fit_leakage_probe
+from faircl.metrics.probes import probe_accuracy
 from faircl.models import build_encoder, mlp
 from faircl.utils import gather_rows, group_names_or_default, per_group_items
 
@@ -130,6 +132,9 @@ class FairModule(L.LightningModule):
         self.val_fairness = GroupFairness(num_classes, num_groups)
         self.test_fairness = GroupFairness(num_classes, num_groups)
         self.test_report: dict[str, float] = {}
+        self.test_rows: dict[str, dict[str, Any]] = {}  # per-row predictions of the last test (faircl.eval.rows)
+        self.fit_record: dict[str, Any] | None = None  # set by the faircl command or read from the checkpoint
+        self._leakage_probes: dict[str, Any] = {}  # the last test's leakage probes by representation
         self._active_stage: str | None = None
         self._test_outputs: list[dict[str, torch.Tensor]] = []
         self._frozen: list[nn.Module] = []
@@ -288,6 +293,11 @@ class FairModule(L.LightningModule):
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self._active_stage = None  # on_stage_start runs again after a resume
+        self.fit_record = self.fit_record or checkpoint.get("faircl_fit")
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        # what trained these weights (seed, method, data, configuration): ``faircl compare`` pairs runs by it
+        checkpoint["faircl_fit"] = self.fit_record or default_fit_record(self, self.attached_datamodule)
 
     # ------------------------------------------------------------------ trainer
     @property
@@ -394,10 +404,12 @@ class FairModule(L.LightningModule):
         report = self.compute_metrics("test")
         outputs = gather_rows(self._test_outputs, self.world_size())
         self._test_outputs = []
+        self._leakage_probes: dict[str, Any] = {}
         if self.hparams.leakage and "a" in outputs and self.num_groups > 1:
             report.update(self.leakage_metrics(outputs))
         report.update(self.extra_test_metrics(outputs))
         self.test_report = report
+        self.test_rows = test_rows(self, outputs, self._leakage_probes) if self.attached_datamodule else {}
         finite = {f"test/{k}": v for k, v in report.items() if isinstance(v, float) and math.isfinite(v)}
         self.log_dict(finite, sync_dist=False)
 
@@ -444,7 +456,9 @@ class FairModule(L.LightningModule):
         report = {}
         for key, name in (("h", "leakage_h"), ("logits", "leakage_yhat")):
             if key in train and key in outputs:
-                report[name] = float(linear_leakage(train[key], train["a"], outputs[key], outputs["a"]))
+                probe = fit_leakage_probe(train[key], train["a"])
+                self._leakage_probes[key] = probe  # its per-row guesses go into the test rows
+                report[name] = probe_accuracy(probe, outputs[key], outputs["a"])
         return report
 
     def collect(self, loader: Iterable, keys: tuple[str, ...] = ("h", "y", "a"),
