@@ -5,8 +5,8 @@ relative import is resolved to a module and checked against the layers:
 
     _checks, utils  ->  losses, mining, metrics  ->  models  ->  data  ->  methods, checkpoints  ->  eval  ->  cli, demo, testing
 
-A module may import its own layer and the layers to its left, never one to its right; no two modules may import each
-other, directly or through a longer cycle; and a ``faircl`` import inside a function needs a ``# deferred:`` comment
+A module may import its own layer and the layers to its left, never one to its right; no two modules, and no two
+packages (through any of their modules), may import each other, directly or through a longer cycle; and a ``faircl`` import inside a function needs a ``# deferred:`` comment
 on its line saying which optional heavy dependency it defers.
 """
 
@@ -129,11 +129,8 @@ def test_no_import_runs_up_the_layers():
     assert not upward, "imports that run up the layer map:\n" + "\n".join(sorted(upward))
 
 
-def test_no_import_cycles():
-    graph, _ = _graph()
-    # A package's __init__ re-exporting its submodules is not a cycle with them: drop package -> own child edges
-    # when looking for cycles, but keep child -> package edges (a submodule importing its own package __init__ is).
-    edges = {m: {t for t in ts if not t.startswith(m + ".")} for m, ts in graph.items()}
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan), each sorted."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -141,12 +138,12 @@ def test_no_import_cycles():
     cycles: list[list[str]] = []
     counter = [0]
 
-    def strongconnect(v: str) -> None:  # Tarjan's strongly connected components
+    def strongconnect(v: str) -> None:
         index[v] = low[v] = counter[0]
         counter[0] += 1
         stack.append(v)
         on_stack.add(v)
-        for w in edges[v]:
+        for w in edges.get(v, ()):
             if w not in index:
                 strongconnect(w)
                 low[v] = min(low[v], low[w])
@@ -163,10 +160,69 @@ def test_no_import_cycles():
             if len(component) > 1:
                 cycles.append(sorted(component))
 
-    for v in edges:
+    for v in list(edges):
         if v not in index:
             strongconnect(v)
+    return cycles
+
+
+def _package_graphs(graph: dict[str, set[str]], packages: set[str]) -> dict[str, dict[str, set[str]]]:
+    """For every package, the import graph between its direct children (modules and subpackages), each subpackage
+    standing for every module inside it: ``faircl.losses`` -> ``faircl.mining`` when any module of the one imports
+    any module of the other. Imports of the package itself (its ``__init__``) are left out."""
+    out: dict[str, dict[str, set[str]]] = {}
+    for pkg in packages:
+        prefix = pkg + "."
+
+        def unit(module: str) -> str | None:
+            if not module.startswith(prefix):
+                return None
+            return prefix + module[len(prefix):].split(".")[0]
+
+        edges: dict[str, set[str]] = {}
+        for module, targets in graph.items():
+            here = unit(module)
+            if here is None:
+                continue
+            edges.setdefault(here, set())
+            for target in targets:
+                there = unit(target)
+                if there is not None and there != here:
+                    edges[here].add(there)
+        out[pkg] = edges
+    return out
+
+
+def test_no_import_cycles():
+    graph, _ = _graph()
+    # A package's __init__ re-exporting its submodules is not a cycle with them: drop package -> own child edges
+    # when looking for cycles, but keep child -> package edges (a submodule importing its own package __init__ is).
+    edges = {m: {t for t in ts if not t.startswith(m + ".")} for m, ts in graph.items()}
+    cycles = _cycles(edges)
     assert not cycles, "modules that import each other: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_no_package_import_cycles():
+    """No two packages (or a package and a module beside it) import each other through any of their modules:
+    ``faircl.losses`` and ``faircl.mining`` may not both reach into the other, even when no module cycle forms."""
+    graph, _ = _graph()
+    packages = {m for m, p in _modules().items() if p.name == "__init__.py"}
+    found = [f"{pkg}: " + " <-> ".join(c) for pkg, edges in sorted(_package_graphs(graph, packages).items())
+             for c in _cycles(edges)]
+    assert not found, "packages that import each other:\n" + "\n".join(found)
+
+
+def test_the_package_check_can_fail():
+    """The graph of the old layout (losses.mined -> mining -> losses.pairs) is a package cycle without any module
+    cycle; a one-way import is not."""
+    graph = {"faircl.losses": {"faircl.losses.pairs"}, "faircl.losses.pairs": set(),
+             "faircl.losses.mined": {"faircl.mining", "faircl.losses.pairs"},
+             "faircl.mining": {"faircl.losses.pairs"}}
+    assert not _cycles({m: {t for t in ts if not t.startswith(m + ".")} for m, ts in graph.items()})
+    edges = _package_graphs(graph, {"faircl", "faircl.losses"})
+    assert _cycles(edges["faircl"]) == [["faircl.losses", "faircl.mining"]] and not _cycles(edges["faircl.losses"])
+    graph["faircl.losses.mined"].discard("faircl.mining")
+    assert not _cycles(_package_graphs(graph, {"faircl"})["faircl"])
 
 
 def test_no_function_local_faircl_imports():

@@ -33,7 +33,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from faircl._checks import check_positive
-from faircl.losses.mined import LOSSES, MINERS, PML_LOSSES, TUPLE_LOSSES, MetricObjective, mined_contrastive_loss
+from faircl.mining.mined import LOSSES, MINERS, PML_LOSSES, TUPLE_LOSSES, MetricObjective, mined_contrastive_loss
 from faircl.methods.base import FairModule
 from faircl.metrics.representation import representation_report
 
@@ -101,7 +101,7 @@ class DML(FairModule):
         self.add_online_probe(embed_dim, on="z", trained=online_probe)
 
     def metric_objective(self, num_labels: int) -> MetricObjective:
-        """A :class:`~faircl.losses.mined.MetricObjective` with this model's options over ``num_labels`` labels."""
+        """A :class:`~faircl.mining.mined.MetricObjective` with this model's options over ``num_labels`` labels."""
         return MetricObjective(num_labels=num_labels, **self.objective_options)
 
     def embed_heads(self, h: torch.Tensor) -> dict[str, torch.Tensor]:

@@ -41,7 +41,7 @@ import torch
 
 from faircl._checks import check_choice, check_positive
 from faircl.losses import nt_xent_loss
-from faircl.losses.fair_sampling import NEGATIVES, fair_nt_xent_loss
+from faircl.mining.fair_sampling import NEGATIVES, fair_nt_xent_loss
 from faircl.methods.base import FairModule
 from faircl.metrics.clustering import kmeans
 from faircl.metrics.embedding import cluster_balance

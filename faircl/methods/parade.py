@@ -22,7 +22,7 @@ from torch.nn import functional as F
 
 from faircl._checks import check_positive
 from faircl.losses import Decorrelation
-from faircl.losses.mined import TUPLE_LOSSES
+from faircl.mining.mined import TUPLE_LOSSES
 from faircl.methods.dml import DML
 
 

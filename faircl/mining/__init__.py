@@ -4,6 +4,10 @@ Every miner takes embeddings ``z`` ``[B, d]`` and integer labels ``[B]`` (class 
 = unknown, such rows are never used) and returns a tuple of three long index tensors
 ``(anchors, positives, negatives)`` of equal length ``T``, ready for :func:`faircl.losses.triplet_margin_loss`
 or :class:`faircl.losses.MarginLoss`. No triplet at all gives three empty tensors.
+
+The objectives that compose a miner with a loss live beside the miners, since they import both:
+:mod:`faircl.mining.mined` (DML's loss × miner) and :mod:`faircl.mining.fair_sampling` (the fairness-driven
+NT-Xent). :mod:`faircl.losses` never imports :mod:`faircl.mining`.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ same-cluster row of the batch is an extra positive besides the other view
 denominator (the in-batch expectation of the draw); ``"sampled"`` draws one negative per anchor as in Algorithm 1
 (:mod:`faircl.losses.sampled_negatives`).
 
-This module imports the miners of :mod:`faircl.mining` (which build on :mod:`faircl.losses`), so it is imported as
-``faircl.losses.fair_sampling`` and not re-exported from the package.
+It composes the fair weights of :mod:`faircl.mining` with the NT-Xent of :mod:`faircl.losses`, so it lives with the
+miners (``faircl.mining.fair_sampling``): the miners build on the losses, and the losses never import the miners.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """DML's objective: a ranking / proxy loss composed with a triplet miner (the finDML benchmark's ``loss`` × ``miner``
 choice, Dullerud et al., ICLR 2022, Supplement B), as one module over embeddings and integer labels.
 
-This module imports the miners of :mod:`faircl.mining` (which build on :mod:`faircl.losses`), so it is imported as
-``faircl.losses.mined`` and not re-exported from the package.
+It composes a miner of :mod:`faircl.mining` with a loss of :mod:`faircl.losses`, so it lives with the miners
+(``faircl.mining.mined``): the miners build on the losses' pair structure, and the losses never import the miners.
 """
 
 from __future__ import annotations

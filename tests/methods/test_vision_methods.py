@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from faircl.data.synthetic import ColoredDigits
-from faircl.losses.mined import MetricObjective, mined_contrastive_loss
+from faircl.mining.mined import MetricObjective, mined_contrastive_loss
 from faircl.methods.dml import DML
 from faircl.methods.fair_sampling_simclr import FairSamplingSimCLR, SimCLR
 from faircl.metrics import linear_probe as shared_linear_probe
