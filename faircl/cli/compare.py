@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import math
 import re
@@ -33,10 +34,12 @@ from typing import Any
 import yaml
 
 from faircl.cli.names import CLIError
+from faircl.eval.baseline import compare_to_baseline
 from faircl.eval.compare import VERDICT_HEADER, verdict_row
 from faircl.eval.report import read_report
-from faircl.eval.tradeoff import (Run, Setting, compare_to_baseline, front_mask, group_runs, metric_columns,
-                                  parse_constraint, plot_front, select)
+from faircl.eval.rows import data_identity, flatten_config
+from faircl.eval.tradeoff import (Run, Setting, front_mask, group_runs, metric_columns, parse_constraint, plot_front,
+                                  select, setting_labels)
 
 #: configuration keys that never distinguish settings (paths, logging, the seed)
 IGNORE = ("seed_everything", "ckpt_path", "trainer.default_root_dir", "trainer.logger", "trainer.callbacks",
@@ -45,21 +48,6 @@ IGNORE = ("seed_everything", "ckpt_path", "trainer.default_root_dir", "trainer.l
 
 
 # ---------------------------------------------------------------------------------------------------- reading runs
-def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if isinstance(node, dict):
-        if "class_path" in node and prefix:
-            out[prefix.rstrip(".")] = str(node["class_path"]).rsplit(".", 1)[-1]
-            for k, v in (node.get("init_args") or {}).items():
-                out.update(_flatten(v, f"{prefix}{k}."))
-            return out
-        for k, v in node.items():
-            out.update(_flatten(v, f"{prefix}{k}."))
-        return out
-    out[prefix.rstrip(".")] = node
-    return out
-
-
 def _val_from_metrics_csv(ckpt: Path) -> dict[str, float]:
     """Validation metrics logged in the epoch of ``ckpt`` (``epoch=E`` in its name) by its fit run."""
     m = re.search(r"epoch=(\d+)", ckpt.name)
@@ -90,6 +78,21 @@ def _resolve_ckpt(text: str, run_dir: Path) -> Path | None:
     return None
 
 
+def _fit_settings(data: dict[str, Any], run_dir: Path, ckpt: Path | None) -> tuple[dict[str, Any], Any, str]:
+    """The flattened configuration and seed of the fit that made the run's checkpoint, and where they were read:
+    the report's fit record (``faircl test`` copies it from the checkpoint), else the ``config.yaml`` of the fit run
+    beside the checkpoint, else (with a note) the run folder's own ``config.yaml``."""
+    fit = (data.get("meta") or {}).get("fit")
+    if isinstance(fit, dict) and isinstance(fit.get("config"), dict):
+        return dict(fit["config"]), fit.get("seed"), "fit record"
+    for cfg_file, source in (((ckpt.parent.parent / "config.yaml") if ckpt is not None else None, "fit config"),
+                             (run_dir / "config.yaml", "test config")):
+        if cfg_file is not None and cfg_file.is_file():
+            config = flatten_config(yaml.safe_load(cfg_file.read_text()) or {})
+            return config, config.get("seed_everything"), f"{source} {cfg_file}"
+    return {}, None, "nothing (no fit record, no config.yaml)"
+
+
 def read_run(report: Path) -> Run | None:
     """A ``Run`` from a ``report.json`` (``None`` for a trial that did not finish)."""
     run_dir = report.parent
@@ -101,25 +104,42 @@ def read_run(report: Path) -> Run | None:
             trial = json.loads((parent / "trial.json").read_text())["trial"]
             break
     data = json.loads(report.read_text())
-    cfg_file = run_dir / "config.yaml"
-    raw = yaml.safe_load(cfg_file.read_text()) if cfg_file.is_file() else {}
-    config = {k: v for k, v in _flatten(raw or {}).items()}
-    seed = config.get("seed_everything")
     ckpt_text = str((data.get("meta") or {}).get("checkpoint", ""))
     ckpt = _resolve_ckpt(ckpt_text, run_dir) if ckpt_text else None
+    config, seed, source = _fit_settings(data, run_dir, ckpt)
     val: dict[str, float] = {}
     result = run_dir.parent.parent / "result.json"
     if trial is not None and result.is_file():
         val = {k[4:]: float(v) for k, v in json.loads(result.read_text()).get("val", {}).items()}
     elif ckpt is not None:
         val = _val_from_metrics_csv(ckpt)
+    rows_info = (data.get("meta") or {}).get("rows")
+    rows = run_dir / rows_info["file"] if isinstance(rows_info, dict) and "file" in rows_info else None
     return Run(str(run_dir), None if seed is None else int(seed), config, read_report(report), val,
-               str(ckpt) if ckpt is not None else ckpt_text, trial)
+               str(ckpt) if ckpt is not None else ckpt_text, trial,
+               rows=str(rows) if rows is not None and rows.is_file() else None, source=source)
+
+
+def _data_sets(runs: list[Run]) -> None:
+    """Refuse runs of different data sets (data class and arguments but the loader's, or other test rows)."""
+    sets: dict[tuple, list[Run]] = {}
+    for r in runs:
+        sets.setdefault(data_identity(r.config), []).append(r)
+    if len(sets) > 1:
+        def name(key: tuple) -> str:
+            d = dict(key)
+            args = ", ".join(f"{k.split('.', 1)[1]}={v}" for k, v in key if k != "data")
+            return f"{str(d.get('data', 'unknown data')).strip(chr(39))}({args})"
+
+        told = "; ".join(f"{name(k)}: {len(v)} run(s), e.g. {v[0].path}" for k, v in sets.items())
+        raise CLIError(f"compare: the runs come from {len(sets)} data sets ({told}); a front, a selection and "
+                       "baseline claims need one data set: compare each data set's runs separately")
 
 
 def collect(folders: list[str]) -> tuple[list[Run], list[str]]:
     """Every finished run under ``folders`` (newest report per setting and seed); returns the runs and notes."""
     runs, notes, skipped = [], [], 0
+    seen: set[Path] = set()
     for folder in folders:
         root = Path(folder)
         if not root.exists():
@@ -127,6 +147,10 @@ def collect(folders: list[str]) -> tuple[list[Run], list[str]]:
         reports = [root] if root.is_file() else sorted(root.rglob("report.json"))
         found = 0
         for rep in reports:
+            if rep.resolve() in seen:  # a folder inside another given folder
+                found += 1
+                continue
+            seen.add(rep.resolve())
             run = read_run(rep)
             if run is None:
                 skipped += 1
@@ -138,6 +162,11 @@ def collect(folders: list[str]) -> tuple[list[Run], list[str]]:
                            "finished sweep trial)")
     if skipped:
         notes.append(f"{skipped} report(s) of unfinished sweep trials left out")
+    _data_sets(runs)
+    guessed = [r for r in runs if not r.source.startswith(("fit record", "fit config"))]
+    if guessed:
+        notes.append(f"{len(guessed)} run(s) without a record of their fit (e.g. {guessed[0].path}): their seed and "
+                     "settings are those of the test command's config")
     newest: dict[tuple, Run] = {}
     for run in runs:
         key = (tuple(sorted((k, repr(v)) for k, v in run.config.items() if k not in IGNORE)), run.seed)
@@ -189,8 +218,43 @@ def _parser() -> argparse.ArgumentParser:
                    "run has them)")
     p.add_argument("--baseline", help="a run / sweep folder, or KEY=VALUE[,KEY=VALUE] naming one compared setting")
     p.add_argument("--margin", type=float, default=0.02, help="utility non-inferiority margin of the verdicts")
+    p.add_argument("--paper-effect", type=float, help="the change of --gap a paper reports (fraction, negative = "
+                   "a reduction, e.g. -0.045): a non-significant change then reads 'does not hold' when the design "
+                   "could have detected it")
+    p.add_argument("--leakage", action="store_true", help="also claim that each setting lowers leakage_h (its bias "
+                   "tested against the majority-group rate)")
+    p.add_argument("--leakage-paper-effect", type=float, help="the leakage change a paper reports (fraction)")
+    p.add_argument("--utility", choices=("accuracy", "balanced_accuracy"), default="accuracy",
+                   help="the utility whose loss the margin bounds")
+    p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap replicates of the verdicts (2000)")
+    p.add_argument("--permutations", type=int, default=1000, help="permutations of the bias null (1000)")
     p.add_argument("--overwrite", action="store_true", help="replace the outputs of an earlier compare in --out")
     return p
+
+
+def _baseline_md(baseline: Setting, labels: dict[str, str], varied: list[str], columns: list[str], result: Any
+                 ) -> str:
+    """``baseline.md``: the baseline's fit settings, the paired differences of every metric and the verdicts."""
+    run = baseline.runs[0]
+    told = ", ".join(f"{_short(k)}={_fmt(run.config.get(k))}" for k in varied if run.config.get(k) is not None)
+    epochs = sorted({str(r.config.get("trainer.max_epochs")) for r in baseline.runs})
+    lines = [f"# Against the baseline {labels.get(baseline.name, baseline.name)}\n",
+             f"Baseline: {baseline.name} ({told or 'no varied value'}); max_epochs of its fits: "
+             f"{', '.join(epochs)}; seeds {', '.join(str(r.seed) for r in baseline.runs)}; settings read from "
+             f"{run.source}.\n",
+             "Paired by the seed of each checkpoint's fit (method − baseline, test; 95% Student-t interval over the "
+             "shared seeds, per-seed summary numbers), in points.\n",
+             "| setting | seeds | " + " | ".join(columns) + " |", "|---|---|" + "---|" * len(columns)]
+    for name, diffs in result.differences.items():
+        lines.append(f"| {labels.get(name, name)} | {', '.join(map(str, result.seeds[name]))} | "
+                     + " | ".join(diffs[c].fmt() if c in diffs else "n/a" for c in columns) + " |")
+    rows = sum(result.from_rows)
+    lines += ["", "## Verdicts\n",
+              f"{rows} of {len(result.verdicts)} claims decided from per-row predictions (the baseline's bias tested "
+              "against the attribute-permutation null on test and validation, the seeds × rows bootstrap, Holm over "
+              "all claims below); the others from per-seed summary numbers, their bias not checked.\n",
+              *VERDICT_HEADER, *[verdict_row(v) for v in result.verdicts]]
+    return "\n".join(lines) + "\n"
 
 
 def _find_baseline(spec: str, settings: list[Setting], runs_of_baseline: list[Run] | None) -> Setting:
@@ -233,6 +297,7 @@ def compare(argv: list[str]) -> int:
         base = Path(baseline_dir).resolve()
         baseline_runs = [r for r in runs if base == Path(r.path).resolve() or base in Path(r.path).resolve().parents]
     settings, varied = group_runs(runs, IGNORE)
+    labels = setting_labels(settings, varied)
     columns = metric_columns(runs)
     known = set(columns) | {k for r in runs for k in r.test}
     for name in [opts.gap, opts.minimise, opts.maximise, *[c[0] for c in constraints]]:
@@ -249,8 +314,9 @@ def compare(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
 
     # every run
-    head = ["setting", "trial", "seed", *[_short(k) for k in varied], *columns, "val dto", "checkpoint", "run"]
-    rows = [[r.setting, r.trial, r.seed, *[r.config.get(k) for k in varied], *[r.test.get(c, math.nan)
+    head = ["setting", "label", "trial", "seed", *[_short(k) for k in varied], *columns, "val dto", "checkpoint",
+            "run"]
+    rows = [[r.setting, labels[r.setting], r.trial, r.seed, *[r.config.get(k) for k in varied], *[r.test.get(c, math.nan)
             for c in columns], r.val.get("dto", math.nan), r.checkpoint, r.path]
             for s in settings for r in s.runs]
     _csv(out / "runs.csv", head, rows)
@@ -258,20 +324,20 @@ def compare(argv: list[str]) -> int:
                                  f"validation DTO of the same checkpoint.\n\n" + _md(head, rows))
     # settings
     marks = {s.name: [k for k, v in selected.items() if v is s] for s in settings}
-    shead = ["setting", "seeds", *[_short(k) for k in varied], *[f"{c} (mean ± sd)" for c in columns],
+    shead = ["setting", "label", "seeds", *[_short(k) for k in varied], *[f"{c} (mean ± sd)" for c in columns],
              f"{split} dto", "on front", "selected by"]
     srows, scsv = [], []
     for s, on in zip(settings, mask):
         stats = [s.stat("test", c) for c in columns]
-        srows.append([s.name, len(s.runs), *[s.values.get(k) for k in varied],
+        srows.append([s.name, labels[s.name], len(s.runs), *[s.values.get(k) for k in varied],
                       *[f"{m:.4f} ± {d:.4f}" if not math.isnan(m) else "n/a" for m, d in stats],
                       s.stat(split, "dto")[0], "yes" if on else "", ", ".join(marks[s.name])])
-        scsv.append([s.name, len(s.runs), *[s.values.get(k) for k in varied], *[x for st in stats for x in st],
+        scsv.append([s.name, labels[s.name], len(s.runs), *[s.values.get(k) for k in varied], *[x for st in stats for x in st],
                      s.stat(split, "dto")[0], bool(on), "; ".join(marks[s.name])])
     (out / "settings.md").write_text(f"# Settings ({len(settings)})\n\nMean ± standard deviation over seeds (test). "
                                      f"Pareto front: test accuracy ↑ against test {opts.gap} ↓.\n\n"
                                      + _md(shead, srows))
-    _csv(out / "settings.csv", ["setting", "seeds", *varied, *[f"{c}_{x}" for c in columns for x in ("mean", "sd")],
+    _csv(out / "settings.csv", ["setting", "label", "seeds", *varied, *[f"{c}_{x}" for c in columns for x in ("mean", "sd")],
                                 f"{split}_dto", "on_front", "selected_by"], scsv)
     # selection
     sel_lines = [f"# Model selection\n\nChosen on the **{split}** numbers of each setting (mean over seeds); test "
@@ -284,31 +350,21 @@ def compare(argv: list[str]) -> int:
             continue
         acc, bal, g = (s.stat("test", m) for m in ("accuracy", "balanced_accuracy", opts.gap))
         numbers = " | ".join(f"{m:.4f} ± {d:.4f}" for m, d in (acc, bal, g))
-        sel_lines.append(f"| {rule} | {s.name} | " + " | ".join(_fmt(s.values.get(k)) for k in varied)
+        sel_lines.append(f"| {rule} | {labels[s.name]} ({s.name}) | " + " | ".join(_fmt(s.values.get(k)) for k in varied)
                          + f" | {numbers} |")
     (out / "selection.md").write_text("\n".join(sel_lines) + "\n")
     # baseline
     result = None
     if baseline is not None:
-        result = compare_to_baseline(baseline, settings, columns, opts.gap, margin=opts.margin)
-        told = ", ".join(f"{_short(k)}={_fmt(v)}" for k, v in baseline.values.items() if v is not None)
-        lines = [f"# Against the baseline {baseline.name} ({told})\n",
-                 "Paired by seed (method − baseline, test; 95% Student-t interval over the shared seeds), in "
-                 "points.\n", "| setting | seeds | " + " | ".join(columns) + " |", "|---|---|" + "---|" * len(columns)]
-        for name, diffs in result.differences.items():
-            lines.append(f"| {name} | {len(result.seeds[name])} | "
-                         + " | ".join(diffs[c].fmt() if c in diffs else "n/a" for c in columns) + " |")
-        lines += ["", "## Verdicts\n", *VERDICT_HEADER, *[verdict_row(v) for v in result.verdicts]]
-        (out / "baseline.md").write_text("\n".join(lines) + "\n")
+        try:
+            result = compare_to_baseline(baseline, settings, columns, opts.gap, labels, utility=opts.utility,
+                                         margin=opts.margin, paper_effect=opts.paper_effect, leakage=opts.leakage,
+                                         leakage_paper_effect=opts.leakage_paper_effect, n_bootstrap=opts.bootstrap,
+                                         n_permutations=opts.permutations)
+        except ValueError as err:
+            raise CLIError(f"compare --baseline: {err}") from None
+        (out / "baseline.md").write_text(_baseline_md(baseline, labels, varied, columns, result))
     title = f"accuracy vs {opts.gap}: {len(settings)} settings, {len(runs)} runs (mean ± sd over seeds)"
-    numeric = [k for k in varied if all(isinstance(s.values.get(k), (int, float, type(None))) for s in settings)
-               and not all(isinstance(s.values.get(k), (bool, type(None))) for s in settings)]
-    labels = {s.name: s.name for s in settings}
-    if len(numeric) == 1:  # one searched number: points are labelled by its value
-        key = numeric[0]
-        title += f"\npoints labelled by {_short(key)}"
-        labels = {s.name: f"{s.values[key]:.2g}" if isinstance(s.values.get(key), (int, float))
-                  else str(s.values.get("model") or s.name) for s in settings}
     plot_front(settings, opts.gap, out / "front.png", {n: ", ".join(k) for n, k in marks.items() if k},
                baseline.name if baseline is not None else None, title=title, labels=labels)
     payload = {
@@ -320,18 +376,25 @@ def compare(argv: list[str]) -> int:
                       "sd": {c: s.stat("test", c)[1] for c in columns}} for s, on in zip(settings, mask)],
         "front": [s.name for s, on in zip(settings, mask) if on],
         "selected": {k: (s.name if s is not None else None) for k, s in selected.items()},
+        "labels": labels,
         "baseline": None if result is None else {
-            "setting": baseline.name,
-            "verdicts": [{"claim": v.name, "verdict": v.verdict, "reason": v.reason} for v in result.verdicts],
+            "setting": baseline.name, "label": labels.get(baseline.name),
+            "verdicts": [{"claim": v.name, "verdict": v.verdict, "reason": v.reason, "from_rows": rows,
+                          **dataclasses.asdict(v)} for v, rows in zip(result.verdicts, result.from_rows)],
+            "seeds": result.seeds,
             "differences": {n: {c: {"mean": e.mean, "lo": e.lo, "hi": e.hi, "p": e.p_value} for c, e in d.items()}
                             for n, d in result.differences.items()}},
     }
     (out / "compare.json").write_text(json.dumps(payload, indent=2, default=str, allow_nan=True))
     for note in notes:
         print(f"faircl compare: note: {note}")
-    print(f"faircl compare: {len(runs)} runs in {len(settings)} settings; front: {', '.join(payload['front'])}")
+    print(f"faircl compare: {len(runs)} runs in {len(settings)} settings; front: "
+          + ", ".join(labels[n] for n in payload["front"]))
     for k, v in payload["selected"].items():
-        print(f"selected by {k}: {v or 'none'}")
+        print(f"selected by {k}: {labels[v] if v else 'none'}")
+    if result is not None:
+        for v in result.verdicts:
+            print(f"{v.verdict}: {v.name} — {v.effect.fmt()} points ({v.reason})")
     print(f"written to {out}: runs.md/csv, settings.md/csv, selection.md, front.png"
           + (", baseline.md" if result else "") + ", compare.json")
     return 0

@@ -1,5 +1,5 @@
 """Comparing many runs of the accuracy–fairness trade-off: settings over seeds, model selection, the Pareto front
-and seed-paired differences against a baseline (with the verdicts of ``faircl.eval.compare``).
+and the labels that name settings by their values (the baseline's claims: :mod:`faircl.eval.baseline`).
 
 A *run* is one test report (a dict of metrics) with its setting (the configuration values that differ between the
 compared runs), its seed, the checkpoint it was computed from and, where known, the validation metrics of that
@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from faircl.eval.compare import ClaimEvidence, Verdict, decide, paired_seed_comparison
 from faircl.metrics.tradeoff import pareto_front
 from faircl.methods.selection import selection_scores
 
@@ -39,6 +38,8 @@ class Run:
     checkpoint: str = ""
     trial: int | None = None
     setting: str = ""  # filled by ``group_runs``
+    rows: str | None = None  # the run's ``rows.npz`` (per-row predictions), if it kept them
+    source: str = ""  # where the seed and settings were read (the fit record, the fit's config, ...)
 
     def __post_init__(self) -> None:
         self.test = {**self.test, **selection_scores(self.test)}  # DTO and balanced DTO of the test numbers
@@ -134,58 +135,91 @@ def front_mask(settings: Sequence[Setting], gap: str, split: str = "test") -> np
     return mask
 
 
-# ---------------------------------------------------------------------------------------------------- baseline
-@dataclass
-class BaselineResult:
-    """Seed-paired differences of every metric of each setting against the baseline, and the verdicts of the
-    claims "the setting lowers ``gap`` at little utility cost"."""
-
-    differences: dict[str, dict[str, Any]]  # setting name -> metric -> Effect
-    verdicts: list[Verdict]
-    seeds: dict[str, list[Any]]
+# ---------------------------------------------------------------------------------------------------- labels
+#: argument names written as their symbol in labels
+SYMBOLS = {"lam": "λ", "lambda_": "λ", "lmbda": "λ", "temperature": "τ", "tau": "τ", "alpha": "α", "beta": "β",
+           "gamma": "γ"}
 
 
-def compare_to_baseline(baseline: Setting, settings: Sequence[Setting], metrics: Sequence[str], gap: str,
-                        utility: str = "accuracy", margin: float = 0.02, alpha: float = 0.05) -> BaselineResult:
-    """Paired-seed comparison (``faircl.eval.compare.paired_seed_comparison``) of each setting's test numbers
-    with the baseline's on the seeds they share, and the family's verdicts (``faircl.eval.compare.decide``,
-    Holm over the settings; the baseline's bias is not re-tested here: that needs per-row predictions)."""
-    diffs: dict[str, dict[str, Any]] = {}
-    claims, seeds = [], {}
+def _value(v: Any) -> str:
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
+def setting_labels(settings: Sequence[Setting], varied: Sequence[str]) -> dict[str, str]:
+    """Name each setting by what differs: its method and the varied values it has (``"ConFair λ=0.11"``,
+    ``"CE batch_size=1024"``). A method argument is named only where it differs between settings of the same method;
+    a data or trainer value wherever the setting has it. Settings whose labels would clash keep their ``S<i>``."""
+    def model_of(s: Setting) -> str:
+        return str(s.runs[0].config.get("model") or "run")
+
+    by_model: dict[str, list[Setting]] = {}
     for s in settings:
-        if s is baseline:
-            continue
-        b_all, m_all = baseline.by_seed("test", utility), s.by_seed("test", utility)
-        shared = [k for k in m_all if k in b_all]
-        if not shared:
-            continue
-        seeds[s.name] = shared
-        diffs[s.name] = {}
-        for metric in metrics:
-            b, m = baseline.by_seed("test", metric), s.by_seed("test", metric)
-            vb, vm = [b.get(k, math.nan) for k in shared], [m.get(k, math.nan) for k in shared]
-            if all(map(math.isfinite, vb + vm)):
-                diffs[s.name][metric] = paired_seed_comparison(vb, vm)
-        if gap in diffs[s.name] and utility in diffs[s.name]:
-            claims.append(ClaimEvidence(f"{s.name} lowers {gap} vs {baseline.name}", diffs[s.name][gap],
-                                        diffs[s.name][utility]))
-    verdicts = decide(claims, alpha=alpha, margin=margin) if claims else []
-    return BaselineResult(diffs, verdicts, seeds)
+        by_model.setdefault(model_of(s), []).append(s)
+    out = {}
+    for s in settings:
+        same = by_model[model_of(s)]
+        parts = []
+        for k in varied:
+            v = s.values.get(k)
+            if k == "model" or v is None:
+                continue
+            if k.startswith("model.") and len({repr(t.values.get(k)) for t in same}) < 2:
+                continue
+            leaf = k.rsplit(".", 1)[-1]
+            parts.append(f"{SYMBOLS.get(leaf, leaf)}={_value(v)}")
+        out[s.name] = " ".join([model_of(s), ", ".join(parts)]).strip()
+    counts: dict[str, int] = {}
+    for label in out.values():
+        counts[label] = counts.get(label, 0) + 1
+    return {n: (label if counts[label] == 1 else f"{label} ({n})") for n, label in out.items()}
 
 
 # ---------------------------------------------------------------------------------------------------- plot
+def _place_labels(ax: Any, points: Sequence[tuple[float, float, str]], fontsize: int = 7) -> None:
+    """Annotate each point with its text at the first of several offsets where the text overlaps no earlier text
+    and no other point, and stays inside the axes; a point whose text finds no free place gets a leader line."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    placed: list[Any] = []
+    marks = [ax.transData.transform((x, y)) for x, y, _ in points]
+    inside = ax.get_window_extent(renderer)
+    offsets = [(d * dx, d * dy) for d in (1, 2, 3.5) for dx, dy in
+               ((5, 4), (5, -11), (-5, 4), (-5, -11), (0, 9), (0, -16), (9, -3), (-9, -3))]
+    for i, (x, y, text) in enumerate(points):
+        chosen = None
+        for dx, dy in offsets:
+            t = ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, dy), fontsize=fontsize,
+                            color="dimgray", ha="left" if dx > 0 else "right" if dx < 0 else "center")
+            box = t.get_window_extent(renderer).expanded(1.05, 1.1)
+            clash = any(box.overlaps(b) for b in placed) or any(
+                box.contains(*m) for j, m in enumerate(marks) if j != i)
+            fits = inside.contains(box.x0, box.y0) and inside.contains(box.x1, box.y1)
+            if not clash and fits:
+                chosen = (t, box)
+                break
+            t.remove()
+        if chosen is None:  # crowded: the farthest place, joined to its point
+            t = ax.annotate(text, (x, y), textcoords="offset points", xytext=(22, 18 + 6 * (i % 4)),
+                            fontsize=fontsize, color="dimgray", arrowprops=dict(arrowstyle="-", color="lightgray",
+                                                                                lw=0.6))
+            chosen = (t, t.get_window_extent(renderer))
+        placed.append(chosen[1])
+
+
 def plot_front(settings: Sequence[Setting], gap: str, path: Any, marks: Mapping[str, str] | None = None,
                baseline: str | None = None, title: str = "", labels: Mapping[str, str] | None = None) -> None:
     """Accuracy against ``gap`` (test means, seed standard deviation as error bars), the Pareto front joined, the
-    ``marks`` (setting name → label, e.g. the selected settings) and the baseline drawn over it, each point named by
-    ``labels`` (default its setting name); saved as PNG."""
+    ``marks`` (setting name → rule, e.g. the selected settings) and the baseline drawn over it, each point named by
+    ``labels`` (default its setting name; see :func:`setting_labels`) where its text overlaps nothing; the legend
+    below the axes names the marked settings by their labels; saved as PNG."""
     import matplotlib  # deferred: plotting only
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # deferred: plotting only
 
+    labels = dict(labels or {})
     mask = front_mask(settings, gap)
-    fig, ax = plt.subplots(figsize=(6.4, 4.6), dpi=120)
+    fig, ax = plt.subplots(figsize=(7.2, 5.4), dpi=120)
     for s, on in zip(settings, mask):
         (ax_, sx), (ay, sy) = s.stat("test", gap), s.stat("test", "accuracy")
         if math.isnan(ax_) or math.isnan(ay):
@@ -197,28 +231,29 @@ def plot_front(settings: Sequence[Setting], gap: str, path: Any, marks: Mapping[
         ax.step([p[0] for p in front], [p[1] for p in front], where="post", color="tab:blue", lw=1.2,
                 label="Pareto front", zorder=2)
     styles = iter([("*", "tab:red"), ("D", "tab:green"), ("s", "tab:purple"), ("^", "tab:orange")])
-    for name, label in (marks or {}).items():
+    for name, rule in (marks or {}).items():
         s = next((s for s in settings if s.name == name), None)
         if s is None:
             continue
         marker, color = next(styles, ("P", "black"))
         ax.scatter([s.stat("test", gap)[0]], [s.stat("test", "accuracy")[0]], marker=marker, s=150, color=color,
-                   edgecolor="black", zorder=4, label=f"{label}: {name}")
+                   edgecolor="black", zorder=4, clip_on=False, label=f"{rule}: {labels.get(name, name)}")
     if baseline is not None:
         s = next((s for s in settings if s.name == baseline), None)
         if s is not None:
             ax.scatter([s.stat("test", gap)[0]], [s.stat("test", "accuracy")[0]], marker="X", s=120, color="black",
-                       zorder=4, label=f"baseline: {baseline}")
-    for s in settings:
-        x, y = s.stat("test", gap)[0], s.stat("test", "accuracy")[0]
-        if not (math.isnan(x) or math.isnan(y)):
-            ax.annotate((labels or {}).get(s.name, s.name), (x, y), textcoords="offset points", xytext=(4, 4),
-                        fontsize=7, color="dimgray")
+                       zorder=4, clip_on=False, label=f"baseline: {labels.get(baseline, baseline)}")
+    ax.margins(0.15)  # room for the large markers and the labels at the edges
     ax.set_xlabel(f"test {gap} (lower is fairer)")
     ax.set_ylabel("test accuracy")
     ax.set_title(title or f"accuracy vs {gap}: {len(settings)} settings, mean ± sd over seeds", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
+    handles, names = ax.get_legend_handles_labels()
+    rows = max(1, math.ceil(len(names) / 2))
+    fig.tight_layout(rect=(0, 0.04 + 0.035 * rows, 1, 1))
+    if handles:
+        fig.legend(handles, names, fontsize=7, loc="lower center", ncol=2, frameon=False)
+    points = [(s.stat("test", gap)[0], s.stat("test", "accuracy")[0], labels.get(s.name, s.name)) for s in settings]
+    _place_labels(ax, [p for p in points if not (math.isnan(p[0]) or math.isnan(p[1]))])
     fig.savefig(path)
     plt.close(fig)
