@@ -144,8 +144,10 @@ class BiasTest:
 
 
 def _weights(rng: np.random.Generator, n: int, draws: int) -> np.ndarray:
-    """Bootstrap counts ``[draws, n]`` (each row a multinomial resample of ``n`` items)."""
-    return rng.multinomial(n, np.full(n, 1.0 / n), size=draws).astype(np.float64)
+    """Bootstrap counts ``[draws, n]`` (each row a multinomial resample of ``n`` items: the counts of ``n`` uniform
+    draws with replacement, tallied in one ``bincount``)."""
+    flat = (rng.integers(0, n, size=(draws, n)) + n * np.arange(draws)[:, None]).ravel()
+    return np.bincount(flat, minlength=draws * n).reshape(draws, n).astype(np.float64)
 
 
 def _weighted_gaps(y: np.ndarray, preds: np.ndarray, a: np.ndarray, c: int, g: int, weights: np.ndarray,
