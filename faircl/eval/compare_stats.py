@@ -271,10 +271,26 @@ class Effect:
         return f"{scale * self.mean:+.{digits}f} [{scale * self.lo:+.{digits}f}, {scale * self.hi:+.{digits}f}]"
 
 
+#: a spread this many machine epsilons of the mean (or less) is round-off, i.e. zero
+ROUND_OFF = 8 * float(np.finfo(np.float64).eps)
+
+
+def paired_differences(method, baseline) -> np.ndarray:
+    """``method − baseline`` elementwise, where a difference within round-off of the compared values
+    (``|d| <= 8·eps·max(|method|, |baseline|)``) is exactly 0: the same score computed by two summation orders (another
+    CPU's kernels) is a tie, not an effect."""
+    m, b = np.asarray(method, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
+    d = m - b
+    return np.where(np.abs(d) <= ROUND_OFF * np.maximum(np.abs(m), np.abs(b)), 0.0, d)
+
+
 def _t_effect(mean: float, se: float, df: float, level: float, n_seeds: int, n_rows: int) -> Effect:
+    """The t interval and p-value of ``mean`` with standard error ``se``. A standard error within round-off of the
+    mean (``se <= 8·eps·|mean|``: equal per-seed values, whose variance is exactly 0 or ``1e-17`` depending on the
+    CPU's summation) is zero: the interval is the point and the p-value 0 (1 when the mean is 0)."""
     if df < 1 or not math.isfinite(se):
         return Effect(mean, -math.inf, math.inf, 1.0, math.inf, max(df, 0), n_seeds, n_rows)
-    if se == 0:
+    if se <= ROUND_OFF * abs(mean):
         p = 1.0 if mean == 0 else 0.0
         return Effect(mean, mean, mean, p, 0.0, df, n_seeds, n_rows)
     half = float(stats.t.ppf(0.5 + level / 2, df)) * se
@@ -299,7 +315,7 @@ def paired_seed_comparison(baseline_by_seed: Sequence[float], method_by_seed: Se
         raise ValueError(f"paired runs need as many method as baseline values (1-d), got {m.shape} and {b.shape}")
     if not (np.isfinite(b).all() and np.isfinite(m).all()):
         raise ValueError(f"values must be finite, got baseline {b.tolist()} and method {m.tolist()}")
-    d = m - b
+    d = paired_differences(m, b)
     s = len(d)
     se = float(d.std(ddof=1) / math.sqrt(s)) if s > 1 else math.inf
     return _t_effect(float(d.mean()), se, s - 1, level, s, 0)
@@ -339,7 +355,7 @@ def paired_bootstrap(y, a, baseline_preds, method_preds, metric: str = "tpr_gap_
     g = int(num_groups or a.max() + 1)
     s, n = base.shape
     per_seed = gap_from_confusion(confusion_from_rows(y, both, a, c, g), metric)          # [2, S]
-    d = per_seed[1] - per_seed[0]
+    d = paired_differences(per_seed[1], per_seed[0])
     if np.isnan(d).any():
         raise ValueError(f"{metric} is undefined for seed(s) {np.flatnonzero(np.isnan(d)).tolist()} "
                          "(fewer than two groups or an empty class)")

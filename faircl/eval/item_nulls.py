@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from faircl.eval.compare_stats import BiasTest, Effect
+from faircl.eval.compare_stats import ROUND_OFF, BiasTest, Effect, paired_differences
 
 __all__ = ["SeatItems", "binomial_preference_null", "grouped_label_null", "paired_item_bootstrap",
            "preference_deviation", "seat_mean_abs_effect", "seat_permutation_null", "seat_units", "share_deviation",
@@ -311,7 +311,7 @@ def _t_effect(mean: float, v_seed: float, v_items: float, s: int, level: float, 
     total = v_seed + v_items
     df = min((s - 1) * total ** 2 / v_seed ** 2, 1e9) if v_seed > 0 else 1e9
     se = math.sqrt(total)
-    if se == 0:
+    if se <= ROUND_OFF * abs(mean):  # equal values: their variance is 0 or round-off, depending on the CPU
         return Effect(mean, mean, mean, 1.0 if mean == 0 else 0.0, 0.0, df, s, n_items)
     half = float(stats.t.ppf(0.5 + level / 2, df)) * se
     return Effect(mean, mean - half, mean + half, float(2 * stats.t.sf(abs(mean) / se, df)), se, df, s, n_items)
@@ -338,7 +338,7 @@ def paired_item_bootstrap(stat: Callable[[object, np.ndarray | None], np.ndarray
     if len(baseline) != len(method) or not baseline:
         raise ValueError(f"paired runs need as many method as baseline seeds (≥ 1), got {len(method)} and "
                          f"{len(baseline)}")
-    d = np.array([float(stat(m, None)[0]) - float(stat(b, None)[0]) for b, m in zip(baseline, method)])
+    d = paired_differences([float(stat(m, None)[0]) for m in method], [float(stat(b, None)[0]) for b in baseline])
     if not np.isfinite(d).all():
         raise ValueError(f"the score is undefined for seed(s) {np.flatnonzero(~np.isfinite(d)).tolist()}")
     s, n_units = len(d), len(strata)

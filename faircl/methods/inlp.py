@@ -14,6 +14,7 @@ from faircl._checks import check_choice, check_positive
 from faircl.checkpoints import check_checkpoint
 from faircl.methods.base import FairModule
 from faircl.metrics.probes import fit_probe, probe_accuracy
+from faircl.utils import rank_tolerance
 
 PROBES = ("svm", "logistic")
 
@@ -22,13 +23,16 @@ def nullspace_projection(directions: np.ndarray, dim: int) -> np.ndarray:
     """``P = I − B Bᵀ`` with ``B`` an orthonormal basis of the row space of ``directions`` ``[k, dim]``.
 
     ``P`` is the orthogonal projection onto the intersection of the classifiers' nullspaces (Ravfogel et al. eq. 3):
-    every direction in ``directions`` is mapped to zero.
+    every direction in ``directions`` is mapped to zero. The rank of ``directions`` is decided with the tolerance of
+    ``torch.linalg.matrix_rank`` (:func:`faircl.utils.rank_tolerance`: singular values ``<= max(k, dim)·eps·σ_max``
+    are zero), so a direction that repeats others up to round-off adds nothing, on any CPU.
     """
     eye = np.eye(dim)
     if len(directions) == 0:
         return eye
-    u, s, _ = np.linalg.svd(np.asarray(directions, dtype=np.float64).T, full_matrices=False)
-    basis = u[:, s > s.max() * 1e-10]  # [dim, rank]
+    d = np.asarray(directions, dtype=np.float64)
+    u, s, _ = np.linalg.svd(d.T, full_matrices=False)
+    basis = u[:, s > rank_tolerance(s.max(), d.shape, np.finfo(np.float64).eps)]  # [dim, rank]
     return eye - basis @ basis.T
 
 

@@ -137,6 +137,32 @@ def test_paired_bootstrap_without_rows_is_the_paired_t_test_and_with_rows_matche
     assert nested.df == pytest.approx(3 * (nested.se ** 2) ** 2 / v_seed ** 2)   # Satterthwaite
     assert nested.se > seeds_only.se and nested.df > 3  # the test rows add their own uncertainty
 
+@pytest.mark.parametrize("seed", range(4))
+def test_equal_seed_differences_with_round_off_are_a_zero_spread(seed):
+    """Per-seed differences equal up to a few ulps (``x · (1 + k·eps)``, ``|k| <= 4``: another CPU's summation) have
+    a spread of round-off, which counts as zero: the same point interval as exactly equal differences. With nothing
+    to find (equal values) the p-value is 1; a real spread keeps its t interval."""
+    from faircl.eval import item_nulls
+
+    rng = np.random.default_rng(seed)
+    eps = np.finfo(np.float64).eps
+    base = np.full(4, 0.3)
+    meth = 0.5 * (1 + rng.integers(-4, 5, 4) * eps)
+    exact = C.paired_seed_comparison(base, np.full(4, 0.5))
+    noisy = C.paired_seed_comparison(base, meth)
+    for e in (exact, noisy):
+        assert e.se == 0.0 and e.lo == e.hi == e.mean and e.p_value == 0.0
+    assert noisy.mean == pytest.approx(0.2, rel=1e-14)
+    same = C.paired_seed_comparison(base, base * (1 + rng.integers(-4, 5, 4) * eps))
+    assert same.p_value == 1.0 and same.lo <= 0 <= same.hi
+    real = C.paired_seed_comparison(base, [0.5, 0.52, 0.49, 0.51])
+    assert real.se > 0 and real.lo < real.mean < real.hi
+    # the item bootstrap's t interval: a round-off variance is zero too
+    tiny = item_nulls._t_effect(0.2, (3 * eps * 0.2) ** 2, 0.0, 4, 0.95, 10)
+    assert tiny.se == 0.0 and tiny.lo == tiny.hi == 0.2
+    assert item_nulls._t_effect(0.2, 1e-4, 0.0, 4, 0.95, 10).se == pytest.approx(1e-2)
+
+
 
 def test_holm_against_the_textbook_procedure():
     p = [0.01, 0.04, 0.03, 0.005, math.nan]

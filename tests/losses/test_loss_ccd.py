@@ -40,7 +40,7 @@ def test_bias_hand_made_and_degenerate():
     same = torch.ones(2, 3, 4, requires_grad=True)  # all versions identical: loss 0, finite zero gradient
     loss = ccd_bias_loss(same, torch.zeros(3, 4), 1.0)
     loss.backward()
-    assert loss.item() == 0.0 and torch.isfinite(same.grad).all()
+    assert loss.item() == pytest.approx(0.0, abs=1e-12) and torch.isfinite(same.grad).all()
     with pytest.raises(ValueError, match=r"\[G, N, d\]"):
         ccd_bias_loss(torch.zeros(3, 4), torch.zeros(3, 4), 1.0)
     with pytest.raises(ValueError, match="rho"):

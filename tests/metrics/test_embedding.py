@@ -280,7 +280,7 @@ def test_cced_matches_literal_loop(num_versions):
 @pytest.mark.filterwarnings("ignore:The ``compute`` method")
 def test_cced_degenerate_and_errors():
     attr = torch.randn(4, 2, 3)
-    assert cced(torch.stack([attr[:, 0], attr[:, 0]], 1), torch.randn(4, 3)).abs().max().item() == 0.0
+    assert cced(torch.stack([attr[:, 0], attr[:, 0]], 1), torch.randn(4, 3)).abs().max().item() <= 1e-6
     assert math.isnan(CCEDGap().compute().item())
     with pytest.raises(ValueError, match="A >= 2"):
         cced(torch.randn(4, 1, 3), torch.randn(4, 3))
