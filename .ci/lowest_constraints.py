@@ -1,7 +1,8 @@
 """constraints-lowest.txt from pyproject.toml: every direct dependency (and every extra's) pinned to its lower bound.
 
     python .ci/lowest_constraints.py            # rewrite constraints-lowest.txt
-    python .ci/lowest_constraints.py --check    # exit 1 (with the differing lines) when the file is stale
+    python .ci/lowest_constraints.py --check    # exit 1 when the committed file is stale
+    python .ci/lowest_constraints.py --installed   # exit 1 unless this Python has every pin installed, exactly
 
 A requirement ``name>=X`` becomes ``name==X`` and ``name==X`` stays; a requirement with no lower bound is an error, so
 every range pyproject.toml promises has a floor that `.ci/lowest` installs and runs. Extras are dropped from the
@@ -55,11 +56,43 @@ def render(pins: dict[str, str]) -> str:
     return HEADER + "".join(f"{name}=={version}\n" for name, version in sorted(pins.items()))
 
 
+def _release(version: str) -> tuple[int, ...]:
+    """``2.4`` and ``2.4.0`` compare equal (PEP 440 zero padding); local tags (``+cpu``) are ignored."""
+    parts = [int(p) for p in re.match(r"\d+(?:\.\d+)*", version).group(0).split(".")]
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
+
+
+def installed_mismatches(pins: dict[str, str]) -> list[str]:
+    """One line per pin that the running interpreter lacks or has at another version."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    bad = []
+    for name, want in sorted(pins.items()):
+        try:
+            have = version(name)
+        except PackageNotFoundError:
+            bad.append(f"{name}: not installed (want {want})")
+            continue
+        if _release(have) != _release(want):
+            bad.append(f"{name}: installed {have}, lower bound {want}")
+    return bad
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare with the committed file instead of writing it")
+    parser.add_argument("--installed", action="store_true", help="check this Python's installed versions")
     args = parser.parse_args(argv)
-    text = render(lowest_pins())
+    pins = lowest_pins()
+    if args.installed:
+        bad = installed_mismatches(pins)
+        for line in bad:
+            print(line, file=sys.stderr)
+        print(f"{len(pins) - len(bad)} of {len(pins)} direct dependencies installed at their lower bound")
+        return 1 if bad else 0
+    text = render(pins)
     if args.check:
         current = OUT.read_text() if OUT.exists() else ""
         if current != text:
