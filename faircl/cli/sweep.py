@@ -17,15 +17,21 @@ Storage: ``<out>/study.db`` (SQLite, nothing to start) or ``--storage <database 
 study's budget: a worker starts a trial only while the finished (complete or pruned) and running trials number fewer
 than N (two workers asking at the very same moment may overshoot it by one). A killed worker stops sending
 heartbeats: after ``2 × --heartbeat`` seconds its running trial is marked failed and queued again with the same
-arguments, and the next worker runs it first (a resumed worker waits for that if the budget is otherwise spent).
-Exit status: 0, 2 for bad input (reported before any training), 1 when trials keep failing.
+arguments, and the next worker runs it first. The heartbeat is part of the study (``sweep.json`` and the study's
+attributes): every worker, a resumed one included, beats and judges others at that interval. A worker whose budget
+is spent while other trials still run waits for them, before its first trial and after its last, and runs any of
+them whose worker is found dead, so a killed worker's trial is never lost. ``--resume`` continues a sweep that
+exists (its ``sweep.json`` or its study in ``--storage``) and refuses a folder that holds none.
+Exit status: 0, 2 for bad input (reported before any training), 1 when trials keep failing, 130 when interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -120,7 +126,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--sampler", choices=sorted(SAMPLERS), help="Optuna sampler (default TPE / NSGA-II)")
     p.add_argument("--sampler_seed", type=int, help="seed of the sampler")
     p.add_argument("--pruner", choices=("median", "none"), help="single objective: prune trials (default median)")
-    p.add_argument("--heartbeat", type=int, default=30, help="seconds between a worker's heartbeats (default 30)")
+    p.add_argument("--heartbeat", type=int,
+                   help="seconds between a worker's heartbeats (default 30; stored with the study, which keeps it)")
     return p
 
 
@@ -168,11 +175,41 @@ def _given(opts: argparse.Namespace, fit_args: list[str]) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------------- checks
+class _DropMessages(logging.Filter):
+    """Drops log records whose message contains one of ``parts``."""
+
+    def __init__(self, *parts: str) -> None:
+        super().__init__()
+        self.parts = parts
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not any(p in record.getMessage() for p in self.parts)
+
+
+class _quiet_probe:
+    """Lightning's note on the probe's own ``limit_val_batches=1`` is not the user's business: drop it."""
+
+    def __enter__(self) -> None:
+        self.logger, self.filter = logging.getLogger("lightning.pytorch.utilities.rank_zero"), _DropMessages(
+            "limit_val_batches=1")
+        self.logger.addFilter(self.filter)
+
+    def __exit__(self, *exc: Any) -> None:
+        self.logger.removeFilter(self.filter)
+
+
+class _NoInterruptTraceback(logging.Filter):
+    """Optuna logs a trial ended by Ctrl-C / SIGTERM as a failure with its traceback; the worker says it in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], KeyboardInterrupt))
+
+
 def preflight(definition: dict[str, Any], out: Path) -> None:
     """Instantiate the method, datamodule and trainer once with every searched argument set, check the searched
     paths, and run one validation batch on the untrained weights to check that every objective is logged."""
     params = [Param.from_dict(d) for d in definition["search"]]
-    with tempfile.TemporaryDirectory(prefix="faircl-sweep-probe-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="faircl-sweep-probe-") as scratch, _quiet_probe():
         quiet = ["--trainer.logger=false", "--trainer.enable_checkpointing=false", "--trainer.limit_val_batches=1",
                  "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
                  "--trainer.devices=1", "--trainer.num_nodes=1", "--trainer.strategy=auto",
@@ -274,6 +311,32 @@ def budget_left(study: optuna.Study, trials: int) -> int:
     return trials - sum(s in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING) for s in states)
 
 
+def work(study: optuna.Study, worker: Worker, trials: int, heartbeat: int) -> None:
+    """Run trials while the budget allows. While other trials fill the budget (before this worker's first trial and
+    after its last) wait for them: one whose worker stops beating is failed and queued again after ``2 × heartbeat``
+    seconds, and this worker runs it."""
+    while worker.failures < MAX_FAILURES_IN_A_ROW:
+        if budget_left(study, trials) > 0:
+            study.optimize(worker.objective, catch=(TrialFailed,), gc_after_trial=True, callbacks=[worker.after_trial])
+            continue
+        if not study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            return
+        time.sleep(heartbeat)
+
+
+def _stored_sweep(storage_url: str, study_name: str) -> dict[str, Any] | None:
+    """The sweep record stored with study ``study_name`` in a database, or ``None`` when there is no such study."""
+    try:
+        return optuna.load_study(study_name=study_name, storage=storage_url).user_attrs.get("faircl_sweep")
+    except KeyError:
+        return None
+
+
+def _safe_url(url: str) -> str:
+    """A database URL without its password, for messages."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+
+
 def _summary(study: optuna.Study, definition: dict[str, Any], out: Path) -> None:
     trials = study.get_trials(deepcopy=False)
     counts = {s.name.lower(): sum(t.state == s for t in trials) for s in TrialState}
@@ -301,7 +364,7 @@ def sweep(argv: list[str]) -> int:
     opts, fit_args = _parser().parse_known_args(argv)
     if opts.trials is not None and opts.trials < 1:
         raise CLIError(f"--trials must be >= 1, got {opts.trials}")
-    if opts.heartbeat < 1:
+    if opts.heartbeat is not None and opts.heartbeat < 1:
         raise CLIError(f"--heartbeat must be >= 1 second, got {opts.heartbeat}")
     out = Path(opts.out) if opts.out else _default_out(fit_args)
     saved_file = out / "sweep.json"
@@ -312,11 +375,17 @@ def sweep(argv: list[str]) -> int:
     storage_url = opts.storage or (saved or {}).get("storage") or f"sqlite:///{(out / 'study.db').resolve()}"
     study_name = opts.study or (saved or {}).get("study") or out.resolve().name
     trials = opts.trials or (saved or {}).get("trials") or 20
-    if saved is None and opts.resume and not _given(opts, fit_args) and opts.storage:
-        try:  # a worker on another machine: the definition is stored with the study
-            saved = optuna.load_study(study_name=study_name, storage=storage_url).user_attrs.get("faircl_sweep")
-        except KeyError:
-            saved = None
+    if saved is None and opts.resume:
+        # a worker on another machine: the definition is stored with the study
+        saved = _stored_sweep(storage_url, study_name) if opts.storage else None
+        if saved is None and not (opts.storage and _given(opts, fit_args)):
+            where = f"study {study_name!r} in {_safe_url(storage_url)}" if opts.storage else "sweep.json"
+            raise CLIError(f"--resume: {str(out)!r} holds no sweep (no {where}); check --out, or start the sweep "
+                           "without --resume")
+    heartbeat = int((saved or {}).get("heartbeat") or opts.heartbeat or 30)
+    if saved is not None and opts.heartbeat is not None and opts.heartbeat != heartbeat:
+        raise CLIError(f"--heartbeat {opts.heartbeat}: the sweep in {str(out)!r} beats every {heartbeat} s (stored "
+                       "with the study, so that workers judge each other alike); resume without --heartbeat")
     if saved is not None and not _given(opts, fit_args):
         definition = {k: saved[k] for k in DEFINITION}
     else:
@@ -329,7 +398,7 @@ def sweep(argv: list[str]) -> int:
     if saved is None:  # a stored definition passed these checks when its sweep began
         preflight(definition, out)
     out.mkdir(parents=True, exist_ok=True)
-    record = {**definition, "storage": storage_url, "study": study_name, "trials": trials}
+    record = {**definition, "storage": storage_url, "study": study_name, "trials": trials, "heartbeat": heartbeat}
     tmp = out / f"sweep.json.{os.getpid()}"
     tmp.write_text(json.dumps(record, indent=2))
     tmp.replace(saved_file)
@@ -337,26 +406,24 @@ def sweep(argv: list[str]) -> int:
     # Optuna's defaults: TPE for one objective, NSGA-II for several (seeded by --sampler_seed)
     name = definition["sampler"] or ("tpe" if len(directions) == 1 else "nsga2")
     sampler = SAMPLERS[name](seed=opts.sampler_seed)
-    study = _create_study(out, study_name=study_name, storage_url=storage_url, heartbeat=opts.heartbeat,
+    study = _create_study(out, study_name=study_name, storage_url=storage_url, heartbeat=heartbeat,
                           sampler=sampler, pruner=build_pruner(definition["pruner"]), directions=directions)
     study.set_user_attr("faircl_sweep", record)
     worker = Worker(study, definition, out, storage_url, trials)
     start = time.perf_counter()
-    left = budget_left(study, trials)
-    while left <= 0 and study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        # running trials fill the budget: wait until they finish, or until their worker is found dead
-        time.sleep(opts.heartbeat)
-        left = budget_left(study, trials)
-    if left > 0:
-        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # a terminated worker re-queues its trial
-        try:
-            study.optimize(worker.objective, catch=(TrialFailed,), gc_after_trial=True, callbacks=[worker.after_trial])
-        except KeyboardInterrupt:
-            print(f"faircl sweep: interrupted; the running trial is queued again. Continue with `faircl sweep --out "
-                  f"{out} --resume`", file=sys.stderr)
-            return 130
-        finally:
-            signal.signal(signal.SIGTERM, previous)
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # a terminated worker re-queues its trial
+    quiet = _NoInterruptTraceback()
+    optuna_log = logging.getLogger("optuna.study._optimize")
+    optuna_log.addFilter(quiet)
+    try:
+        work(study, worker, trials, heartbeat)
+    except KeyboardInterrupt:
+        print(f"faircl sweep: interrupted; the running trial is queued again. Continue with `faircl sweep --out "
+              f"{out} --resume`", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        optuna_log.removeFilter(quiet)
     print(f"faircl sweep: this worker ran for {time.perf_counter() - start:.0f} s", file=sys.stderr)
     _summary(study, definition, out)
     if worker.failures >= MAX_FAILURES_IN_A_ROW:

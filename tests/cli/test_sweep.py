@@ -101,10 +101,15 @@ def test_search_ranges_parse_and_malformed_ones_are_one_line_errors():
 def test_two_workers_share_one_study_then_compare_draws_the_front(tmp_path):
     """Two worker processes on one embedded study at once (4 trials): no trial lost or run twice; `faircl compare`
     on the sweep: one row per trial, a non-empty front without dominated settings, a valid PNG."""
-    args = ["sweep", *FAST, "--search", "model.lambda_fair=log:0.01:10", "--trials", "4", "--resume",
+    args = ["sweep", *FAST, "--search", "model.lambda_fair=log:0.01:10", "--trials", "4",
             "--objectives", "val/accuracy:max,val/tpr_gap_rms:min", "--out", "sw", "--heartbeat", "2"]
-    workers = [start(*args, cwd=tmp_path) for _ in range(2)]
+    workers = [start(*args, cwd=tmp_path)]
+    deadline = time.time() + 120
+    while not (tmp_path / "sw" / "sweep.json").is_file() and time.time() < deadline and workers[0].poll() is None:
+        time.sleep(0.2)
+    workers.append(start(*args, "--resume", cwd=tmp_path))  # a second worker joins the sweep
     logs = [finish(w)[1] for w in workers]
+    assert not any("limit_val_batches" in log for log in logs)  # the pre-flight probe's own setting: no note
     trials = study_trials(tmp_path / "sw")
     complete = [t for t in trials if t.state.name == "COMPLETE"]
     assert len(complete) == len(trials) and 4 <= len(trials) <= 5  # two workers asking at once may add one
@@ -174,7 +179,8 @@ def test_a_killed_sweep_resumes_keeping_finished_trials_and_retrying_the_interru
         time.sleep(0.1)
     assert not _trial_children(marker)
 
-    _, err = finish(start("sweep", "--out", "sw", "--resume", "--heartbeat", "1", cwd=tmp_path))
+    assert json.loads((tmp_path / "sw" / "sweep.json").read_text())["heartbeat"] == 1
+    _, err = finish(start("sweep", "--out", "sw", "--resume", cwd=tmp_path))  # the heartbeat stored with the study
     trials = study_trials(tmp_path / "sw")
     states = {t.number: t.state.name for t in trials}
     assert states == {0: "COMPLETE", 1: "FAIL", 2: "COMPLETE"}, err[-2000:]
@@ -183,6 +189,82 @@ def test_a_killed_sweep_resumes_keeping_finished_trials_and_retrying_the_interru
     assert {p: p.stat().st_mtime for p in finished.rglob("*") if p.is_file()} == kept
     check_trial_folders(tmp_path / "sw", [trials[0], trials[2]])
     assert not (tmp_path / "sw" / "trials" / "trial_0001" / "trial.json").exists()
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, seconds: float = 240) -> None:
+    deadline = time.time() + seconds
+    while not path.is_file() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert path.is_file(), proc.communicate()[1][-3000:]
+
+
+@needs_cli
+@pytest.mark.slow
+def test_a_prompt_resume_retries_the_killed_trial_after_its_own_last_trial(tmp_path):
+    """A worker (30 s heartbeats, so its dead trial looks alive for a minute) is killed in trial 1 of 3. A prompt
+    resume runs trial 2, then finds the budget spent by the dead "running" trial 1: it waits (at the stored
+    heartbeat) until trial 1 is found stale and runs its retry. Every trial of the budget completes, none twice."""
+    args = ["sweep", *FAST, "--search", "model.lambda_fair=log:0.01:10", "--trials", "3", "--out", "sw",
+            "--heartbeat", "30", "--objectives", "val/accuracy:max", "--pruner", "none"]
+    worker = start(*args, cwd=tmp_path)
+    _wait_for(tmp_path / "sw" / "trials" / "trial_0001" / "trial_spec.json", worker)
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.communicate()
+    begun = time.time()
+    _, err = finish(start("sweep", "--out", "sw", "--resume", cwd=tmp_path))
+    trials = study_trials(tmp_path / "sw")
+    states = {t.number: t.state.name for t in trials}
+    assert states == {0: "COMPLETE", 1: "FAIL", 2: "COMPLETE", 3: "COMPLETE"}, err[-2000:]
+    assert trials[3].params == trials[1].params and trials[3].system_attrs["failed_trial"] == 1
+    assert "retry of trial 1" in err and time.time() - begun >= 60  # the dead trial was judged at 2 × 30 s
+    check_trial_folders(tmp_path / "sw", [trials[0], trials[2], trials[3]])
+
+
+@needs_cli
+def test_resume_refuses_a_folder_without_a_sweep_and_a_changed_heartbeat(tmp_path, monkeypatch, capsys):
+    """`--resume` on a folder that holds no sweep (a typo) is one line and exit 2, with or without a definition,
+    and creates nothing; a resume with another --heartbeat than the study's is refused the same way."""
+    procs = {"bare": start("sweep", "--resume", "--out", "typo_dir", cwd=tmp_path),
+             "defined": start("sweep", *FAST, "--search", "model.lambda_fair=0:1", "--trials", "1", "--resume",
+                              "--out", "typo_dir2", cwd=tmp_path)}
+    for name, proc in procs.items():
+        out, err = finish(proc, 2)
+        errors = [line for line in (out + err).splitlines() if "error" in line]
+        assert len(errors) == 1 and errors[0].startswith("faircl: error: --resume: ") and "holds no sweep" in errors[0]
+        assert "Traceback" not in err and len(err.strip().splitlines()) <= 2, err  # the error and the --debug hint
+    assert not (tmp_path / "typo_dir").exists() and not (tmp_path / "typo_dir2").exists()
+
+    from faircl.cli.command import main
+
+    (tmp_path / "sw").mkdir()
+    record = {"fit_args": FAST, "search": [], "objectives": [["val/accuracy", "maximize"]], "seeds": [0],
+              "sampler": None, "pruner": "none", "storage": "sqlite:///x.db", "study": "sw", "trials": 2,
+              "heartbeat": 1}
+    (tmp_path / "sw" / "sweep.json").write_text(json.dumps(record))
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["sweep", "--out", "sw", "--resume", "--heartbeat", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "--heartbeat 5: the sweep in 'sw' beats every 1 s" in err and "Traceback" not in err
+    assert not (tmp_path / "x.db").exists()
+
+
+@needs_cli
+@pytest.mark.slow
+def test_sigterm_of_a_worker_is_one_line_exit_130_and_requeues_its_trial(tmp_path):
+    args = ["sweep", *FAST, "--search", "model.lambda_fair=log:0.01:10", "--trials", "2", "--out", "sw",
+            "--objectives", "val/accuracy:max"]
+    worker = start(*args, cwd=tmp_path)
+    _wait_for(tmp_path / "sw" / "trials" / "trial_0000" / "trial_spec.json", worker)
+    time.sleep(2.0)  # the trial's process is starting or training
+    worker.send_signal(signal.SIGTERM)
+    out, err = finish(worker, 130)
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
+    assert "limit_val_batches" not in err
+    said = [line for line in err.splitlines() if "interrupted" in line]
+    assert len(said) == 1 and "faircl sweep --out sw --resume" in said[0]
+    states = sorted(t.state.name for t in study_trials(tmp_path / "sw"))
+    assert states == ["FAIL", "WAITING"]  # the interrupted trial is queued again for the next worker
 
 
 @needs_cli
