@@ -31,7 +31,8 @@ def class_rates(y: np.ndarray, pred: np.ndarray, a: np.ndarray, num_classes: int
                 ) -> dict[str, np.ndarray]:
     """One-vs-rest TPR and FPR per group and class (``[G, C]``, NaN where undefined), overall per class (``[C]``),
     and each class's gap ``Σ_a |R_{a,c} − R_c|`` over the groups whose rate is defined (``[C]``): the terms whose
-    root mean square is ``tpr_gap_rms`` / ``fpr_gap_rms``. Rows of unknown attribute (``-1``) count only overall."""
+    root mean square is ``tpr_gap_rms`` / ``fpr_gap_rms``. Rows of unknown attribute (``-1``) are left out, as in the
+    gaps."""
     y, pred, a = (np.asarray(v, dtype=np.int64) for v in (y, pred, a))
     out: dict[str, np.ndarray] = {}
     for rate in ("tpr", "fpr"):
@@ -44,7 +45,7 @@ def class_rates(y: np.ndarray, pred: np.ndarray, a: np.ndarray, num_classes: int
                     vals[c] = ((pred == c) & mask & pos).sum() / den
             return vals
 
-        overall = one(np.ones(len(y), dtype=bool))
+        overall = one(a >= 0)  # the gaps' reference rate: rows of a known group
         groups = np.stack([one(a == g) for g in range(num_groups)])
         dev = np.abs(groups - overall[None])
         gap = np.where(np.isnan(dev).all(0), np.nan, np.nansum(dev, 0))

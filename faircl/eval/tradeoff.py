@@ -23,6 +23,7 @@ from faircl.methods.selection import selection_scores
 #: report columns of the runs table, in this order, when present
 HEADLINE = ("accuracy", "balanced_accuracy", "worst_group_accuracy", "eo_gap", "tpr_gap_rms", "fpr_gap_rms",
             "ppr_gap_rms", "dp_gap", "equalized_odds_difference", "leakage_h", "leakage_yhat", "dto", "balanced_dto")
+_MISSING = object()
 OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt, "==": operator.eq}
 
 
@@ -80,8 +81,13 @@ def group_runs(runs: list[Run], ignore: Sequence[str] = ()) -> tuple[list[Settin
         return tuple(sorted((k, repr(v)) for k, v in run.config.items() if k not in ignore))
 
     keys = sorted({k for r in runs for k in r.config if k not in ignore})
-    # varied: differs between the runs that have it (an argument one method lacks is told apart by `model`)
-    varied = [k for k in keys if len({repr(r.config[k]) for r in runs if k in r.config}) > 1]
+    # varied: differs between the runs of the methods that have it, or is missing in some of them (an argument one
+    # method lacks is told apart by `model`)
+    def differs(k: str) -> bool:
+        models = {r.config.get("model") for r in runs if k in r.config}
+        return len({repr(r.config.get(k, _MISSING)) for r in runs if r.config.get("model") in models}) > 1
+
+    varied = [k for k in keys if differs(k)]
     groups: dict[tuple, list[Run]] = {}
     for run in runs:
         groups.setdefault(key_of(run), []).append(run)
@@ -137,7 +143,7 @@ def front_mask(settings: Sequence[Setting], gap: str, split: str = "test") -> np
 
 # ---------------------------------------------------------------------------------------------------- labels
 #: argument names written as their symbol in labels
-SYMBOLS = {"lam": "λ", "lambda_": "λ", "lmbda": "λ", "temperature": "τ", "tau": "τ", "alpha": "α", "beta": "β",
+SYMBOLS = {"lam": "λ", "lambda_": "λ", "lambda_fair": "λ", "lambda_fcl": "λ_fcl", "lmbda": "λ", "temperature": "τ", "tau": "τ", "alpha": "α", "beta": "β",
            "gamma": "γ"}
 
 

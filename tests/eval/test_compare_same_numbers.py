@@ -1,0 +1,126 @@
+"""``faircl compare --baseline`` decides exactly as the benchmarks do: on the same planted per-row predictions, its
+verdict numbers equal those of ``benchmarks/_text_report.claim`` + ``faircl.eval.compare.decide``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from faircl.cli import main
+from faircl.eval.compare import decide
+from faircl.eval.rows import write_rows
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _planted(rng, n: int, bias: float, acc: float = 0.8):
+    """Rows and predictions whose errors fall on group 0's positives with extra probability ``bias``."""
+    y = rng.integers(0, 2, n)
+    a = rng.integers(0, 2, n)
+    a[rng.random(n) < 0.03] = -1  # a few unknown attributes
+    wrong = rng.random(n) > acc
+    wrong |= (y == 1) & (a == 0) & (rng.random(n) < bias)
+    pred = np.where(wrong, 1 - y, y)
+    return y, a, pred
+
+
+def _write_run(folder: Path, seed: int, model: str, test: dict, val: dict) -> None:
+    folder.mkdir(parents=True)
+    rows = {}
+    for split, f in (("test", test), ("val", val)):
+        proba = np.stack([1 - f["pred"], f["pred"]], 1).astype(np.float32) * 0.8 + 0.1
+        rows[split] = {"idx": np.arange(len(f["y"])), "y": f["y"], "a": f["a"], "pred": f["pred"], "proba": proba,
+                       "leak_h": f["leak_h"], "leak_yhat": np.full(len(f["y"]), -1)}
+    write_rows(rows, folder)
+    t = rows["test"]
+    metrics = {"accuracy": float((t["pred"] == t["y"]).mean()), "tpr_gap_rms": 0.0}
+    meta = {"method": model, "data": "BiasedFeatures", "checkpoint": "none",
+            "fit": {"seed": seed, "source": "faircl fit",
+                    "config": {"seed_everything": seed, "model": model, "data": "BiasedFeatures", "data.bias": 0.8}},
+            "rows": {"file": "rows.npz"}}
+    (folder / "report.json").write_text(json.dumps({"metrics": metrics, "meta": meta}))
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    root = tmp_path_factory.mktemp("same_numbers")
+    rng = np.random.default_rng(7)
+    n_test, n_val = 900, 500
+    y, a, _ = _planted(rng, n_test, 0.0)
+    yv, av, _ = _planted(rng, n_val, 0.0)
+    runs = {"CE": [], "Mine": []}
+    for model, bias in (("CE", 0.35), ("Mine", 0.12)):
+        for seed in (1, 2, 3, 4):
+            pred = np.where((rng.random(n_test) > 0.8) | ((y == 1) & (a == 0) & (rng.random(n_test) < bias)), 1 - y, y)
+            vpred = np.where((rng.random(n_val) > 0.8) | ((yv == 1) & (av == 0) & (rng.random(n_val) < bias)),
+                             1 - yv, yv)
+            leak = np.where(rng.random(n_test) < (0.75 if model == "CE" else 0.6), a, 1 - a)
+            vleak = np.where(rng.random(n_val) < (0.75 if model == "CE" else 0.6), av, 1 - av)
+            leak[a < 0], vleak[av < 0] = 0, 0
+            test = {"y": y, "a": a, "pred": pred, "leak_h": leak}
+            val = {"y": yv, "a": av, "pred": vpred, "leak_h": vleak}
+            _write_run(root / model / f"s{seed}", seed, model, test, val)
+            known, vknown = a >= 0, av >= 0
+            runs[model].append({"test_pred": pred, "val_pred": vpred,
+                                "leakage_h": float((leak[known] == a[known]).mean()),
+                                "val_leakage_h": float((vleak[vknown] == av[vknown]).mean())})
+    raw = {"labels": {"main": {"test": (y, a), "val": (yv, av)}}, "parts": {"main": {"dto": runs}},
+           "info": {"main": {"classes": 2}}, "args": {"bootstrap": 2000}}
+    return root, raw
+
+
+def test_compare_numbers_equal_the_benchmark_path(planted, monkeypatch):
+    root, raw = planted
+    monkeypatch.syspath_prepend(str(BENCH))
+    import _text_report  # the benchmarks' own code path
+
+    monkeypatch.chdir(root)
+    assert main(["compare", "CE", "Mine", "--out", "cmp", "--baseline", "CE", "--leakage",
+                 "--paper-effect", "-0.05"]) == 0
+    ours = json.loads((root / "cmp" / "compare.json").read_text())["baseline"]["verdicts"]
+    bench = decide([_text_report.claim(raw, "main", "dto", "Bench", "Mine", "tpr_gap_rms", -0.05),
+                    _text_report.claim(raw, "main", "dto", "Bench", "Mine", "leakage_h", None)])
+    assert [v["claim"] for v in ours] == ["Mine lowers tpr_gap_rms vs CE", "Mine lowers leakage_h vs CE"]
+    for o, b in zip(ours, bench):
+        assert o["verdict"] == b.verdict and o["from_rows"]
+        for part in ("effect", "utility"):
+            for key in ("mean", "lo", "hi", "p_value", "se", "df", "n_seeds"):
+                assert o[part][key] == pytest.approx(getattr(getattr(b, part), key), rel=1e-12, abs=1e-15), (part, key)
+        assert o["p_holm"] == pytest.approx(b.p_holm, rel=1e-12)
+        assert o["mde"] == pytest.approx(b.mde, rel=1e-12)
+        assert len(o["bias"]) == len(b.bias) >= 1
+        assert any("validation" in t["split"] for t in o["bias"])  # the validation rows are used too
+        for ob, bb in zip(o["bias"], b.bias):
+            assert ob["split"] == bb.split
+            for key in ("observed", "null_q95", "null_mean", "p_value"):
+                assert ob[key] == pytest.approx(getattr(bb, key), rel=1e-12), key
+    assert bench[0].verdict == "holds"  # the planted effect is found (not a test of two empty answers)
+    assert all(b.real for b in bench[0].bias)
+
+
+def test_runs_without_rows_never_read_a_bare_holds(planted, tmp_path, monkeypatch):
+    """The same runs with their rows files removed: the verdict says the bias was not checked."""
+    root, _ = planted
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(root / "CE", copy / "CE")
+    shutil.copytree(root / "Mine", copy / "Mine")
+    for f in copy.rglob("rows.npz"):
+        f.unlink()
+    for rep in copy.rglob("report.json"):  # the summary numbers the verdict then rests on
+        data = json.loads(rep.read_text())
+        data["metrics"]["tpr_gap_rms"] = 0.3 if "CE" in str(rep) else 0.1
+        data["metrics"]["tpr_gap_rms"] += 0.001 * int(rep.parent.name[1:])
+        rep.write_text(json.dumps(data))
+    monkeypatch.chdir(copy)
+    assert main(["compare", "CE", "Mine", "--out", "cmp", "--baseline", "CE"]) == 0
+    verdicts = json.loads((copy / "cmp" / "compare.json").read_text())["baseline"]["verdicts"]
+    assert len(verdicts) == 1 and not verdicts[0]["from_rows"]
+    assert verdicts[0]["verdict"] == "inconclusive"  # a significant fall, but the bias is not checked
+    assert verdicts[0]["reason"].startswith("bias not checked")
+    assert "not checked" in (copy / "cmp" / "baseline.md").read_text()
