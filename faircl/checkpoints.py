@@ -19,11 +19,14 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import random
 import re
+import sys
 import tempfile
+import warnings
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -44,16 +47,25 @@ class CheckpointError(ValueError):
     """A checkpoint file cannot be used; the message names the file and what is wrong with it."""
 
 
+#: the first bytes of an old-style (non-zip) ``torch.save`` file: its magic number, pickled with protocol 2
+_LEGACY_MAGIC = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"
+
+
 def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0][:200] if text else type(err).__name__
+    """The loader's own reason, without torch's advice to load with ``weights_only=False`` (faircl never does)."""
+    text = str(err).strip()
+    found = re.search(r"WeightsUnpickler error:\s*(.+?)(?:\n\s*\n|$)", text, flags=re.DOTALL)
+    if found:
+        text = found.group(1).strip()
+    lines = text.splitlines()
+    return lines[0][:200] if lines else type(err).__name__
 
 
 def _diagnose(path: Path, err: BaseException) -> str:
     """What is wrong with ``path``, in a few words, from the file's bytes and the loader's error."""
     size = path.stat().st_size
     with open(path, "rb") as fh:
-        head = fh.read(4)
+        head = fh.read(len(_LEGACY_MAGIC))
     msg = str(err)
     is_zip, is_pickle = head.startswith(b"PK\x03\x04"), head[:1] == b"\x80"
     if not (is_zip or is_pickle):
@@ -66,8 +78,15 @@ def _diagnose(path: Path, err: BaseException) -> str:
         name = found.group(1) or found.group(2)
         return (f"refused: the file holds code ({name}), not plain tensors and data; faircl never runs code from "
                 "files")
+    if is_pickle and not head.startswith(_LEGACY_MAGIC):
+        return (f"a plain pickle file (protocol {head[1] if len(head) > 1 else '?'}, {size} bytes), not a checkpoint "
+                "written by torch.save or a Lightning Trainer; faircl reads checkpoints without unpickling objects, "
+                "so it never runs code from a file: save the model's state with Trainer.save_checkpoint or torch.save "
+                "in a Python session you trust")
     if is_pickle:
-        return f"truncated or corrupt pickle data ({size} bytes; {_first_line(err)})"
+        return (f"an old-style (non-zip) torch.save file that cannot be read as plain tensors and data ({size} "
+                f"bytes; {_first_line(err)}): truncated or corrupt, or saved from objects faircl does not unpickle; "
+                "re-save it with a current torch.save (zip format) in a Python session you trust")
     return f"corrupt checkpoint archive ({_first_line(err)})"
 
 
@@ -86,7 +105,9 @@ def load_checkpoint(path: str | os.PathLike, map_location: Any = "cpu") -> dict[
     if p.stat().st_size == 0:
         raise CheckpointError(f"checkpoint {str(p)!r}: empty file (0 bytes)")
     try:
-        obj = torch.load(str(p), map_location=map_location, weights_only=True)
+        with warnings.catch_warnings():  # torch's notes on a file it then refuses (pickle protocol, legacy format)
+            warnings.simplefilter("ignore", UserWarning)
+            obj = torch.load(str(p), map_location=map_location, weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError, AttributeError, TypeError,
             KeyError, IndexError, UnicodeDecodeError, zipfile.BadZipFile) as err:
         raise CheckpointError(f"checkpoint {str(p)!r}: {_diagnose(p, err)}") from None
@@ -217,6 +238,35 @@ def final_stage_or_unreachable(trainer) -> bool:
 
 
 _DEFAULT_CHECKPOINT = ModelCheckpoint()
+#: Lightning's note when a module's ``configure_callbacks`` replaces the default ``ModelCheckpoint``
+_REPLACED_DEFAULT = ("The following callbacks returned in `LightningModule.configure_callbacks` will override existing "
+                     "callbacks passed to Trainer: ModelCheckpoint")
+
+
+class _PolicyNoteFilter(logging.Filter):
+    """Drops Lightning's note that ``configure_callbacks`` overrides the ``ModelCheckpoint``, exactly when the
+    override is faircl's checkpoint policy (a :class:`FairCheckpoint` returned by ``FairModule.configure_callbacks``
+    in place of the default checkpoint: what a plain ``Trainer`` is meant to get); any other override is still said."""
+
+    faircl_policy_note = True
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage() != _REPLACED_DEFAULT:
+            return True
+        frame = sys._getframe()
+        while frame is not None and frame.f_code.co_name != "_attach_model_callbacks":
+            frame = frame.f_back
+        returned = frame.f_locals.get("model_callbacks") if frame is not None else None
+        return not (returned and any(isinstance(cb, FairCheckpoint) for cb in returned))
+
+
+def _quiet_policy_note() -> None:
+    log = logging.getLogger("lightning.pytorch.utilities.rank_zero")
+    if not any(getattr(f, "faircl_policy_note", False) for f in log.filters):
+        log.addFilter(_PolicyNoteFilter())
+
+
+_quiet_policy_note()
 
 
 def is_default_checkpoint(callback: Any) -> bool:

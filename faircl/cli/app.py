@@ -27,14 +27,17 @@ from typing import Any
 import torch
 from lightning.pytorch.cli import LightningCLI, SaveConfigCallback, instantiate_class
 from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.utilities.rank_zero import rank_zero_only
 
 import faircl.data
 from faircl.checkpoints import AtomicCheckpointIO, CheckpointError, FairCheckpoint, check_checkpoint
 from faircl.cli.outputs import PredictionFiles
 from faircl.cli.records import fit_record_of, run_record
-from faircl.cli.runs import (LINKED, UNTRAINED, CarryBest, CLIError, check_linked, checkpoint_class, checkpoint_epoch,
-                             config_filename, config_files, expand_configs, guard_outputs, linked_values_given,
-                             option_value, read_config, resolve_ckpt_path, sets_optimizer_lr, short_name)
+from faircl.cli.runs import (LINKED, UNTRAINED, CarryBest, CLIError, ConfiguredOptimizer, ResumeHint,
+                             argument_leaves, check_linked, checkpoint_class, checkpoint_dict, checkpoint_epoch,
+                             config_filename, config_files, epochs_trained, expand_configs, given_model_options,
+                             guard_outputs, linked_values_given, option_value, read_config, resolve_ckpt_path,
+                             set_argument_leaf, sets_optimizer_lr, short_name)
 from faircl.data.base import FairDataModule
 from faircl.eval.report import print_report, write_report
 from faircl.eval.report_plot import plot_report
@@ -48,7 +51,13 @@ SUBCOMMANDS = ("fit", "validate", "test", "predict")
 #: evaluation never needs the checkpoint callback; a torch / Lightning deprecation inside Lightning itself).
 QUIET = (r".*does not have many workers.*", r".*smaller than the logging interval.*",
          r".*callbacks used to create the checkpoint need to be provided.*", r".*LeafSpec.*is deprecated.*",
-         r".*args parameter is intended to run from within Python.*")
+         r".*args parameter is intended to run from within Python.*",
+         # the metrics faircl logs are already global (torchmetrics states synced across processes; the stage is the
+         # same on every rank; the train terms are logged with sync_dist): Lightning's advice to sync is moot
+         r"(?s).*self\.log\('(val|test|train)/.*sync_dist=True.*", r"(?s).*self\.log\('stage'.*sync_dist=True.*")
+#: On ``fit --ckpt_path``: the checkpoint callback starts in a new folder, and :class:`~faircl.cli.runs.CarryBest`
+#: carries the best of the resumed run over (Lightning says it would not).
+RESUME_QUIET = r"(?s).*The dirpath has changed from.*won't be reloaded.*"
 #: Lines of Lightning's log that say nothing to a faircl user: the promotion of a hosted logging service, printed by
 #: every Trainer without one, and the absent accelerators (a present GPU is still reported).
 SILENT_PREFIXES = ("\N{ELECTRIC LIGHT BULB} Tip:", "GPU available: False", "TPU available: False",
@@ -79,9 +88,15 @@ class FairCLI(LightningCLI):
 
     def __init__(self, *args: Any, overwrite: bool = False, untrained: bool = False,
                  optimizer_lr_given: bool = False, linked_given: dict[str, tuple[Any, str]] | None = None,
-                 ckpt_linked: dict[str, tuple[Any, str]] | None = None, **kwargs: Any) -> None:
+                 ckpt_linked: dict[str, tuple[Any, str]] | None = None, model_options: list[str] | None = None,
+                 **kwargs: Any) -> None:
         self.overwrite, self.untrained, self.optimizer_lr_given = overwrite, untrained, optimizer_lr_given
         self.linked_given, self.ckpt_linked = dict(linked_given or {}), dict(ckpt_linked or {})
+        self.model_options = list(model_options or [])
+        self.ckpt_file: str | None = None
+        self.ckpt_shapes: dict[str, tuple[int, ...]] = {}
+        self.ckpt_progress: tuple[int | None, int | None] = (None, None)
+        self.ckpt_overrides: list[tuple[str, Any, Any]] = []
         self.ckpt_used: str | None = None
         self.prediction_writer: PredictionFiles | None = None
         super().__init__(*args, **kwargs)
@@ -97,6 +112,74 @@ class FairCLI(LightningCLI):
         # the links overwrite the model's value with the data's: a different value given by the user is an error
         check_linked(self.linked_given, self.datamodule)
         check_linked(self.ckpt_linked, self.datamodule, origin=" (stored in the checkpoint)")
+        self._check_fits_checkpoint()
+
+    # ------------------------------------------------------------------ a checkpoint's hyper-parameters
+    def _parse_ckpt_path(self) -> None:
+        """The model of a checkpoint is built with the checkpoint's hyper-parameters (``best`` / ``last`` are
+        resolved to their file first), except the options given on the command line: those are kept, and
+        :meth:`_check_fits_checkpoint` refuses the ones its weights cannot take (a wider encoder)."""
+        sub = self.config.get("subcommand")
+        if not sub:
+            return
+        node = self.config[sub]
+        path = self._checkpoint_to_load(sub, node)
+        if path is None:
+            return
+        node.ckpt_path = self.ckpt_file = path
+        ckpt = checkpoint_dict(path)
+        self.ckpt_progress = (ckpt.get("epoch"), epochs_trained(ckpt))
+        self.ckpt_shapes = {k: tuple(v.shape) for k, v in ckpt["state_dict"].items()}
+        hparams = {k: v for k, v in (ckpt.get("hyper_parameters") or {}).items() if k != "_instantiator"}
+        if not hparams or node.get("model") is None:
+            return
+        before = argument_leaves(node.model.get("init_args"))
+        if "_class_path" in hparams:
+            hparams = {"class_path": hparams.pop("_class_path"), "dict_kwargs": hparams}
+        self.config = self.parser.parse_object({sub: {"model": hparams}}, self.config)
+        init = self.config[sub].model.init_args
+        after = argument_leaves(init)
+        for leaf, value in before.items():
+            given = any(leaf == key or leaf.startswith(key + ".") for key in self.model_options)
+            if given and leaf.split(".")[0] not in LINKED and leaf in after and after[leaf] != value:
+                self.ckpt_overrides.append((leaf, value, after[leaf]))
+                set_argument_leaf(init, leaf, value)  # the value given on the command line wins over the stored one
+
+    def _checkpoint_to_load(self, sub: str, node: Any) -> str | None:
+        """The checkpoint file this command loads (``best`` / ``last`` resolved), or ``None`` (the current
+        weights; a ``fit`` that does not resume)."""
+        given = node.get("ckpt_path")
+        trainer = node.get("trainer")
+        smoke = bool(trainer.get("fast_dev_run")) if trainer is not None else False
+        if given is None and (sub == "fit" or self.untrained or smoke):
+            return None
+        root = (trainer.get("default_root_dir") if trainer is not None else None) or os.getcwd()
+        names = {key: short_name(getattr(node.get(key), "class_path", node.get(key))) for key in ("model", "data")}
+        return resolve_ckpt_path(given, root, explicit_untrained=False, **names)
+
+    def _check_fits_checkpoint(self) -> None:
+        """Refuse, in one line, an option the checkpoint's weights cannot take (naming it and the checkpoint's
+        value), before any run folder is made; say which given values replace the checkpoint's."""
+        if not self.ckpt_shapes or not isinstance(self.model, torch.nn.Module):
+            return
+        mismatch = [(k, tuple(v.shape), self.ckpt_shapes[k]) for k, v in self.model.state_dict().items()
+                    if k in self.ckpt_shapes and tuple(v.shape) != self.ckpt_shapes[k]]
+        if mismatch:
+            key, built, stored = mismatch[0]
+            shapes = f"{key} is {list(stored)} in the checkpoint, {list(built)} in the model the options build"
+            sizes = set(built) | set(stored)
+            culprits = [o for o in self.ckpt_overrides if o[1] in sizes and o[2] in sizes] or self.ckpt_overrides
+            if culprits:
+                options = ", ".join(f"--model.init_args.{leaf} {given}" for leaf, given, _ in culprits)
+                stored_values = ", ".join(f"{leaf}={value}" for leaf, _, value in culprits)
+                raise CLIError(f"{options} cannot apply to --ckpt_path {self.ckpt_file}: it was trained with "
+                               f"{stored_values} ({shapes}); leave the option out to use the checkpoint's value, or "
+                               "train a new model with it")
+            raise CLIError(f"--ckpt_path {self.ckpt_file}: its weights do not fit the model ({shapes})")
+        if self.ckpt_overrides:
+            _say("faircl: given on the command line, used instead of the checkpoint's values: " + ", ".join(
+                f"--model.init_args.{leaf} {given} (the checkpoint has {stored})"
+                for leaf, given, stored in self.ckpt_overrides))
 
     def add_arguments_to_parser(self, parser) -> None:
         for attr in ("num_classes", "num_groups", "input_dim"):
@@ -188,21 +271,33 @@ class FairCLI(LightningCLI):
         names = {"model": type(self.model).__name__, "data": type(self.datamodule).__name__}
         config_file = config_filename(subcommand, bool(self.trainer.loggers))
         if subcommand == "fit":
+            max_epochs, max_steps = self.trainer.max_epochs, self.trainer.max_steps
+            if max_epochs == 0 or max_steps == 0:
+                option = "max_epochs" if max_epochs == 0 else "max_steps"
+                raise CLIError(f"--trainer.{option} 0 trains nothing; pass 1 or more (or -1: no limit, with the "
+                               "other one set)")
+            self.trainer.callbacks.append(ResumeHint())
             if given is not None:
                 path = resolve_ckpt_path(given, root, explicit_untrained=False, **names)
-                epoch = checkpoint_epoch(path)
-                max_epochs = self.trainer.max_epochs
-                if epoch is not None and max_epochs is not None and max_epochs != -1 and max_epochs <= epoch:
-                    raise CLIError(f"--ckpt_path {path}: the checkpoint was saved in epoch {epoch} (counted from 0), "
-                                   f"so --trainer.max_epochs {max_epochs} leaves nothing to train; pass "
-                                   f"--trainer.max_epochs {epoch + 2} or more to train further")
+                epoch, done = self.ckpt_progress if path == self.ckpt_file else (checkpoint_epoch(path), None)
+                if done is not None and max_epochs is not None and max_epochs != -1 and max_epochs <= done:
+                    raise CLIError(f"--ckpt_path {path}: the checkpoint has trained {done} epoch(s) (saved in epoch "
+                                   f"{epoch}, counted from 0), so --trainer.max_epochs {max_epochs} leaves nothing "
+                                   f"to train; pass --trainer.max_epochs {done + 1} or more to train further")
+                if isinstance(self.trainer.checkpoint_callback, FairCheckpoint):
+                    warnings.filterwarnings("ignore", message=RESUME_QUIET)  # CarryBest carries the best over
                 self.trainer.callbacks.append(CarryBest(path))  # best of the whole run, not of the resumed part
-                print(f"faircl: resuming from {path} (saved in epoch {epoch}, counted from 0); this run writes to "
-                      f"{self.trainer.log_dir}", file=sys.stderr)
+                # the optimiser's learning rate and weight decay are this run's, not the ones stored with its state
+                self.trainer.callbacks.append(ConfiguredOptimizer())
+                where = self.trainer.log_dir  # a collective under DDP: every rank reads it
+                _say(f"faircl: resuming from {path} (saved in epoch {epoch}, counted from 0); this run writes to "
+                     f"{where}", self.trainer)
                 kwargs["ckpt_path"] = path
                 self.ckpt_used = path
             elif not self.trainer.fast_dev_run:  # a smoke run writes neither config nor checkpoints
-                guard_outputs(self.trainer.log_dir, (config_file, "checkpoints"), self.overwrite)
+                where = self.trainer.log_dir
+                guard_outputs(where, (config_file, "checkpoints"), self.overwrite)
+                _say(f"faircl: fit writes to {where}", self.trainer)
             return kwargs
         # fast_dev_run is a smoke run: without --ckpt_path it evaluates the weights at hand.
         smoke = given is None and bool(self.trainer.fast_dev_run)
@@ -218,7 +313,7 @@ class FairCLI(LightningCLI):
         if not smoke:
             guard_outputs(self.trainer.log_dir, outputs, self.overwrite)
         which = "the current (untrained) weights" if path is None else path
-        print(f"faircl: {subcommand} with {which}", file=sys.stderr)
+        _say(f"faircl: {subcommand} with {which}", self.trainer)
         return kwargs
 
     def before_fit(self) -> None:
@@ -245,6 +340,13 @@ class FairCLI(LightningCLI):
     def after_predict(self) -> None:
         if self.prediction_writer is not None and self.prediction_writer.written and self.trainer.is_global_zero:
             print("predictions written to " + " and ".join(str(p) for p in self.prediction_writer.written))
+
+
+# ---------------------------------------------------------------------------------------------------- helpers
+def _say(line: str, trainer: Any = None) -> None:
+    """Print a faircl note on stderr, once: from the global rank 0 of a multi-process run."""
+    if trainer.is_global_zero if trainer is not None else getattr(rank_zero_only, "rank", 0) == 0:
+        print(line, file=sys.stderr)
 
 
 # ---------------------------------------------------------------------------------------------------- names
@@ -323,7 +425,7 @@ def _prepare(argv: list[str]) -> tuple[list[str], dict[str, Any]]:
     if untrained:
         argv = [a for a in argv if not a.startswith("--ckpt_path=")]
         argv = [a for i, a in enumerate(argv) if a != "--ckpt_path" and not (i and argv[i - 1] == "--ckpt_path")]
-    return argv, {"overwrite": overwrite, "untrained": untrained,
+    return argv, {"overwrite": overwrite, "untrained": untrained, "model_options": given_model_options(argv),
                   "optimizer_lr_given": sets_optimizer_lr(argv, configs),
                   "linked_given": linked_values_given(argv, list(zip(files, configs))), "ckpt_linked": ckpt_linked}
 
@@ -347,7 +449,7 @@ def _model_of_checkpoint(argv: list[str], configs: list[dict[str, Any]], ckpt: s
         return argv
     wanted = _requested_model(argv, configs)
     if wanted is None:
-        print(f"faircl: no --model given: using the checkpoint's method {short_name(stored_class)}", file=sys.stderr)
+        _say(f"faircl: no --model given: using the checkpoint's method {short_name(stored_class)}")
         return [*argv, "--model", stored_class]
     if short_name(wanted) != short_name(stored_class):
         raise CLIError(f"--ckpt_path {ckpt} holds a {short_name(stored_class)} model, but the method requested is "

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import errno
 import os
 import re
 import sys
 import traceback
+from pathlib import Path
 
 from faircl import __version__
 from faircl.cli.names import CLIError, expand_configs, option_value, shipped_configs
@@ -52,6 +54,9 @@ Examples:
   faircl test --config confair/biased_features --ckpt_path best
   faircl fit --config ce/synthbios --trainer.devices 2 --trainer.strategy ddp"""
 
+CONFIGS_USAGE = ("usage: faircl configs\n"
+                 "  list the configs shipped with faircl, one name a line (<method>/<dataset>); a name works with\n"
+                 "  --config from any directory, e.g. faircl fit --config confair/biased_features")
 EXPORT_USAGE = ("usage: faircl export --ckpt_path <file.ckpt | best | last> [--root DIR] --out DIR [--overwrite]\n"
                 "  best / last: the newest run under --root (default: the current directory)")
 
@@ -76,11 +81,19 @@ def _findml(argv: list[str]) -> None:
         from faircl.eval import findml  # deferred: torch and scikit-learn, only for this command
         findml.main(["--help"])
         return
+    given_config = option_value(argv, "config")
     argv = expand_configs(argv)
     ckpt = option_value(argv, "ckpt")
     if ckpt is not None:
-        from faircl.cli.runs import checkpoint_epoch  # deferred: torch and Lightning, only for this command
-        checkpoint_epoch(ckpt)  # a missing, corrupt or unsafe file is one line, before any data is read
+        # a missing, corrupt or unsafe file, or a checkpoint of another method than the config's: one line, before
+        # any data is read
+        from faircl.cli.runs import checkpoint_class, checkpoint_dict, read_config, short_name  # deferred: torch
+        stored = short_name(checkpoint_class(checkpoint_dict(ckpt)))
+        config = option_value(argv, "config")
+        wanted = short_name(read_config(config).get("model")) if config and Path(config).is_file() else None
+        if wanted and stored and wanted != stored:
+            raise CLIError(f"--ckpt {ckpt} holds a {stored} model, but --config {given_config} is a config of {wanted}: "
+                           f"pass a config of {stored} (`faircl configs` lists them), or a checkpoint of {wanted}")
     from faircl.eval import findml  # deferred: torch and scikit-learn, only for this command
     findml.main(argv)
 
@@ -97,19 +110,51 @@ def _train(argv: list[str]) -> None:
     try:
         run_cli([a for a in argv if a != "--debug"])
         ok = True
+    except SystemExit:
+        # Lightning turns Ctrl-C during a run into exit status 1 after a graceful shutdown: report it as the
+        # interruption it is (130), with how to resume
+        from faircl.cli.runs import interruption  # deferred: torch and Lightning
+
+        said = interruption()
+        if said is None:
+            raise
+        raise KeyboardInterrupt(said) from None
     finally:
         sys.argv = saved
         end_distributed(barrier=ok)
 
 
-def _is_usage_error(err: BaseException) -> bool:
-    if isinstance(err, (CLIError, ValueError, TypeError, FileNotFoundError, NotADirectoryError)):
+#: jsonargparse's wrapper around the error a class raised while it was built from the options
+UNION_FAILURE = "Does not validate against any of the Union subtypes"
+#: what an operating system says when the user may not write (or read) a path
+_DENIED = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+def _is_denied(err: BaseException) -> bool:
+    return isinstance(err, PermissionError) or (isinstance(err, OSError) and err.errno in _DENIED)
+
+
+def is_usage_error(err: BaseException) -> bool:
+    """Whether ``err`` is the user's to fix (exit status 2, one line): a usage, config, data or checkpoint error, or a
+    path the user may not write."""
+    if isinstance(err, (CLIError, ValueError, TypeError, FileNotFoundError, NotADirectoryError)) or _is_denied(err):
         return True
     if type(err).__name__ == "ArgumentError":  # an argument the parser (jsonargparse) rejects
         return True
     # Lightning's MisconfigurationException: an accelerator that is not available, max_epochs below a resumed
     # checkpoint's epoch, an invalid Trainer argument (named, not imported: `--help` must not load Lightning)
     return any(c.__name__ == "MisconfigurationException" for c in type(err).__mro__)
+
+
+def _wrapped_reason(err: BaseException) -> BaseException | None:
+    """The error a class raised inside jsonargparse's "Does not validate against any of the Union subtypes" (a
+    method's or datamodule's own check, e.g. "batch_size must be >= 1, got 0"), or ``None``."""
+    seen: set[int] = set()
+    inner: BaseException | None = err
+    while inner is not None and UNION_FAILURE in str(inner) and id(inner) not in seen:
+        seen.add(id(inner))
+        inner = inner.__cause__ or inner.__context__
+    return inner if inner is not None and inner is not err else None
 
 
 def _argument_message(text: str) -> str | None:
@@ -131,12 +176,27 @@ def _argument_message(text: str) -> str | None:
     return None
 
 
-def _message(err: BaseException) -> str:
+def user_message(err: BaseException) -> str:
+    """The one line that tells the user what is wrong (without the ``faircl: error:`` prefix): the message of a
+    :class:`CLIError`; for an option the parser rejects, the option, its value and what was expected; for a class
+    that refused its arguments, the class and its own message (not jsonargparse's "Does not validate against any of
+    the Union subtypes"); for a path the user may not write, the path. Shared by every command (``faircl sweep``
+    too)."""
     text = str(err).strip()
     if isinstance(err, CLIError):
         return text
+    if _is_denied(err) and isinstance(err, OSError):
+        path = err.filename if err.filename is not None else ""
+        return (f"{str(path)!r}: {err.strerror or 'permission denied'}; choose a folder you may write to "
+                "(--trainer.default_root_dir DIR, --out DIR) or change its permissions")
     if type(err).__name__ == "ArgumentError" and _argument_message(text):
         return str(_argument_message(text))
+    reason = _wrapped_reason(err) if UNION_FAILURE in text else None
+    if reason is not None:
+        found = re.search(r"class_path='([\w.]+)'", text)
+        owner = f"{found.group(1).rsplit('.', 1)[-1]}: " if found else ""
+        said = " ".join(ln.strip() for ln in str(reason).splitlines() if ln.strip())[:600]
+        return owner + (said if isinstance(reason, (ValueError, TypeError)) and said else user_message(reason))
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     first = " ".join(lines[:2])[:600] if lines else ""
     return f"{type(err).__name__}: {first}" if type(err).__name__ != "MisconfigurationException" else first
@@ -154,7 +214,10 @@ def main(args: list[str] | None = None) -> int:
         if command in ("--version", "-V", "version"):
             print(f"faircl {__version__}")
         elif command == "configs":
-            print("\n".join(shipped_configs()))
+            if "-h" in argv[1:] or "--help" in argv[1:]:
+                print(CONFIGS_USAGE)
+            else:
+                print("\n".join(shipped_configs()))
         elif command == "export":
             _export([a for a in argv[1:] if a != "--debug"])
         elif command == "findml":
@@ -173,16 +236,16 @@ def main(args: list[str] | None = None) -> int:
             print(f"faircl: error: {code}", file=sys.stderr)
             return 2
         return int(code or 0)
-    except KeyboardInterrupt:
-        print("faircl: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print("faircl: interrupted" + (f"; {exc}" if str(exc) else ""), file=sys.stderr)
         return 130
     except Exception as err:
-        if not _is_usage_error(err):
+        if not is_usage_error(err):
             traceback.print_exc()
             return 1
         if debug:
             traceback.print_exc()
-        print(f"faircl: error: {_message(err)}", file=sys.stderr)
+        print(f"faircl: error: {user_message(err)}", file=sys.stderr)
         if not debug:
             print("(add --debug or set FAIRCL_DEBUG=1 to see the traceback)", file=sys.stderr)
         return 2

@@ -8,8 +8,11 @@ under the same ``default_root_dir``.
 
 from __future__ import annotations
 
+import copy
+import math
 import re
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -134,13 +137,18 @@ def resolve_ckpt_path(value: str | None, root: str | Path, explicit_untrained: b
     return str(path)
 
 
-def checkpoint_epoch(path: str | Path) -> int | None:
-    """The epoch (counted from 0) during or after which a Lightning checkpoint was saved; checks the file first."""
+def checkpoint_dict(path: str | Path) -> dict[str, Any]:
+    """The checkpoint at ``path``, checked (:func:`~faircl.checkpoints.check_checkpoint`: no code runs from the file);
+    a missing, corrupt or unsafe file is a one-line :class:`CLIError`."""
     try:
-        ckpt = check_checkpoint(path)  # no code runs from the file; a corrupt one is a one-line CheckpointError
+        return check_checkpoint(path)
     except CheckpointError as err:
         raise CLIError(str(err)) from err
-    epoch = ckpt.get("epoch")
+
+
+def checkpoint_epoch(path: str | Path) -> int | None:
+    """The epoch (counted from 0) during or after which a Lightning checkpoint was saved; checks the file first."""
+    epoch = checkpoint_dict(path).get("epoch")
     return None if epoch is None else int(epoch)
 
 
@@ -250,3 +258,124 @@ def _stored_best(resumed_from: Path, cb: ModelCheckpoint) -> tuple[Path, float] 
         if path and score is not None and Path(path).is_file():
             return Path(path), float(score)
     return None
+
+
+# ----------------------------------------------------------------------------------------------------- resumed runs
+def epochs_trained(ckpt: dict[str, Any]) -> int | None:
+    """How many epochs a checkpoint has trained: its epoch (counted from 0) plus one when it was saved after the
+    epoch's last training batch (a resume starts with the next epoch), else its epoch (a resume finishes it)."""
+    epoch = ckpt.get("epoch")
+    if epoch is None:
+        return None
+    progress = ((ckpt.get("loops") or {}).get("fit_loop") or {}).get("epoch_loop.batch_progress") or {}
+    return int(epoch) + (1 if progress.get("is_last_batch", True) else 0)
+
+
+class ConfiguredOptimizer(Callback):
+    """On ``fit --ckpt_path``: the optimiser trains with this run's learning rates and weight decays.
+
+    Lightning restores the optimiser's state from the checkpoint, its options included, so a resume with
+    ``--model.lr 0.1`` would go on at the stored learning rate. This callback notes the options of the optimiser the
+    method built (``on_fit_start``, before the restore) and puts them back after the restore (``on_train_start``),
+    keeping the rest of the state (moments, steps); a schedule keeps its place (the learning rate is scaled by the new
+    base over the old, the scheduler's ``base_lrs`` replaced). It says which values it changed.
+    """
+
+    def __init__(self) -> None:
+        self.built: list[list[dict[str, float]]] = []
+
+    @staticmethod
+    def _options(group: dict[str, Any]) -> dict[str, float]:
+        out = {"lr": float(group.get("initial_lr", group["lr"]))}
+        if "weight_decay" in group:
+            out["weight_decay"] = float(group["weight_decay"])
+        return out
+
+    def on_fit_start(self, trainer, pl_module) -> None:
+        self.built = [[self._options(g) for g in opt.param_groups] for opt in trainer.optimizers]
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        said = []
+        for opt, built in zip(trainer.optimizers, self.built):
+            if len(built) != len(opt.param_groups):
+                continue
+            schedulers = [c.scheduler for c in trainer.lr_scheduler_configs if c.scheduler.optimizer is opt]
+            for i, (group, want) in enumerate(zip(opt.param_groups, built)):
+                have = self._options(group)
+                if not math.isclose(have["lr"], want["lr"], rel_tol=1e-9, abs_tol=0.0):
+                    group["lr"] = group["lr"] * want["lr"] / have["lr"] if have["lr"] > 0 else want["lr"]
+                    if "initial_lr" in group:
+                        group["initial_lr"] = want["lr"]
+                    for sched in schedulers:
+                        if i < len(getattr(sched, "base_lrs", [])):
+                            sched.base_lrs[i] = want["lr"]
+                    said.append(f"lr {want['lr']:g} (stored {have['lr']:g})")
+                if "weight_decay" in want and not math.isclose(have.get("weight_decay", 0.0), want["weight_decay"],
+                                                               rel_tol=1e-9, abs_tol=1e-15):
+                    group["weight_decay"] = want["weight_decay"]
+                    said.append(f"weight_decay {want['weight_decay']:g} (stored {have.get('weight_decay')})")
+        if said and trainer.is_global_zero:
+            groups = "" if len(said) == 1 else f" ({len(said)} values over its parameter groups)"
+            print(f"faircl: the resumed optimizer trains with {said[0]}{groups}; the rest of its state is the "
+                  "checkpoint's", file=sys.stderr)
+
+
+def argument_leaves(node: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"encoder_kwargs.hidden_dim": 64, "lr": 0.001, ...}``: the leaves of a method's arguments (a Namespace),
+    descending into dictionaries."""
+    items = node.as_dict().items() if hasattr(node, "as_dict") else (node or {}).items()
+    out: dict[str, Any] = {}
+    for key, value in items:
+        if isinstance(value, dict) and value:
+            out.update(argument_leaves(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def set_argument_leaf(init: Any, leaf: str, value: Any) -> None:
+    top, *rest = leaf.split(".")
+    if not rest:
+        init[top] = value
+        return
+    tree = copy.deepcopy(dict(init[top] or {}))
+    node = tree
+    for key in rest[:-1]:
+        node = node.setdefault(key, {})
+    node[rest[-1]] = value
+    init[top] = tree
+
+
+def given_model_options(argv: list[str]) -> list[str]:
+    """The method's arguments set on the command line, as dotted paths: ``--model.init_args.encoder_kwargs.hidden_dim
+    32`` → ``encoder_kwargs.hidden_dim``; ``--model.lr=0.1`` → ``lr``."""
+    keys = []
+    for arg in argv:
+        if not arg.startswith("--model."):
+            continue
+        key = arg[len("--model."):].split("=", 1)[0]
+        key = key[len("init_args."):] if key.startswith("init_args.") else key
+        if key and key not in ("help", "class_path", "dict_kwargs") and not key.startswith("dict_kwargs."):
+            keys.append(key)
+    return keys
+
+
+_INTERRUPTIONS: list[str] = []
+
+
+class ResumeHint(Callback):
+    """Remembers a Ctrl-C during ``fit`` (Lightning shuts down and exits 1) and how to resume the run."""
+
+    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
+        if not isinstance(exception, KeyboardInterrupt):
+            return
+        cb = trainer.checkpoint_callback
+        last = Path(cb.dirpath) / "last.ckpt" if getattr(cb, "dirpath", None) else None
+        _INTERRUPTIONS.append(f"resume the run with the same command and --ckpt_path last (its last checkpoint: {last})"
+                            if last is not None and last.is_file() else
+                            "no checkpoint was saved yet (no validation ended): run the same command again")
+
+
+def interruption() -> str | None:
+    """How to resume after a Ctrl-C during ``fit`` in this process, or ``None`` when there was none."""
+    return _INTERRUPTIONS[-1] if _INTERRUPTIONS else None

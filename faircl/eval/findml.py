@@ -367,7 +367,7 @@ def evaluate_checkpoint(ckpt: str | Path, config: str | Path, *, ks: Sequence[in
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     """``python -m faircl.eval.findml --ckpt CKPT --config CONFIG [--out DIR] ...``: prints and writes the report."""
-    p = argparse.ArgumentParser(prog="python -m faircl.eval.findml",
+    p = argparse.ArgumentParser(prog="faircl findml",
                                 description="finDML benchmark of a checkpoint: representation and downstream gaps.")
     p.add_argument("--ckpt", required=True, help="checkpoint written by `faircl fit`")
     p.add_argument("--config", required=True, help="the faircl YAML config (its data section builds the splits)")

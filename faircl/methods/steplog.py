@@ -97,5 +97,6 @@ def log_epoch_terms(module: Any) -> None:
     """Log the epoch means of the accumulated terms as ``train/<name>`` and start a new epoch."""
     acc = _epoch_terms(module)
     for name, mean in acc.means().items():
-        module.log(f"train/{name}", mean, on_step=False, on_epoch=True, prog_bar=name == "loss")
+        # sync_dist: the mean over every process (one reduction per term and epoch), as the validation metrics are
+        module.log(f"train/{name}", mean, on_step=False, on_epoch=True, prog_bar=name == "loss", sync_dist=True)
     module.__dict__["_epoch_terms"] = EpochTerms(acc.epoch)
