@@ -1,10 +1,12 @@
 """``faircl compare RUN_OR_SWEEP_DIR... --out DIR``: one table of many runs, model selection, the Pareto front and
-seed-paired differences against a baseline.
+claims against a baseline, decided as the benchmarks decide them.
 
 Every ``report.json`` under the given folders is a run (a ``faircl test`` run folder, or a trial of ``faircl sweep``:
-only trials that finished count). Its ``config.yaml`` gives the setting and the seed, the report's ``meta`` the
-checkpoint, and the validation metrics of that checkpoint come from the sweep's ``result.json`` or the fit run's
-``metrics.csv``. Runs with the same configuration but for the seed form one setting. Written into ``--out``:
+only trials that finished count). Its seed and settings are those of the fit that made its checkpoint (the report's
+``meta.fit``, copied by ``faircl test`` from the checkpoint; for older folders the fit's ``config.yaml`` beside the
+checkpoint), the validation metrics of that checkpoint come from the sweep's ``result.json`` or the fit run's
+``metrics.csv``. Runs with the same configuration but for the seed form one setting, named by what differs; runs of
+different data sets are refused. Written into ``--out``:
 
 - ``runs.md`` / ``runs.csv``: every run — setting, seed, the varied configuration values, accuracy, balanced
   accuracy, every gap, leakage, DTO and balanced DTO (test), validation DTO, the checkpoint;
@@ -16,7 +18,8 @@ checkpoint, and the validation metrics of that checkpoint come from the sweep's 
 - ``front.png``: test accuracy against ``--gap`` (default ``tpr_gap_rms``), seed spread as error bars, the front
   joined and the selected settings marked;
 - ``baseline.md`` (``--baseline DIR`` or ``--baseline KEY=VALUE[,KEY=VALUE]``): each setting's paired-seed
-  differences with 95% intervals and the verdicts of ``faircl.eval.compare``;
+  differences and the verdicts of :mod:`faircl.eval.baseline` (from the runs' ``rows.npz``: the bias null on test
+  and validation, the seeds × rows bootstrap, Holm, the MDE);
 - ``compare.json``: all of it, machine-readable.
 """
 

@@ -3,17 +3,15 @@
 ``faircl test`` writes ``rows.npz`` beside ``report.json``: one NumPy archive (``numpy.load``), compressed, with these
 arrays for each split ``S`` in ``test`` and ``val`` (rows in the order of their row id):
 
-=================  ==============  =========================================================================
-key                shape, dtype    meaning
-=================  ==============  =========================================================================
-``S.idx``          ``[n]`` int64   row id within the split (the datamodule's ``idx``)
-``S.y``            ``[n]`` int64   true class
-``S.a``            ``[n]`` int64   protected attribute (``-1``: unknown)
-``S.pred``         ``[n]`` int64   predicted class (argmax of the logits)
-``S.proba``        ``[n, C]`` f32  class probabilities (softmax of the logits)
-``S.leak_h``       ``[n]`` int64   the Leakage@h probe's prediction of the attribute (``-1``: no probe)
-``S.leak_yhat``    ``[n]`` int64   the Leakage@ŷ probe's prediction of the attribute (``-1``: no probe)
-=================  ==============  =========================================================================
+| key | shape, dtype | meaning |
+|---|---|---|
+| ``S.idx`` | ``[n]`` int64 | row id within the split (the datamodule's ``idx``) |
+| ``S.y`` | ``[n]`` int64 | true class |
+| ``S.a`` | ``[n]`` int64 | protected attribute (``-1``: unknown) |
+| ``S.pred`` | ``[n]`` int64 | predicted class (argmax of the logits) |
+| ``S.proba`` | ``[n, C]`` float32 | class probabilities (softmax of the logits) |
+| ``S.leak_h`` | ``[n]`` int64 | the Leakage@h probe's prediction of the attribute (``-1``: no probe) |
+| ``S.leak_yhat`` | ``[n]`` int64 | the Leakage@ŷ probe's prediction of the attribute (``-1``: no probe) |
 
 plus ``format`` (the format version, now 1). The leakage probes are those of the report (a linear SVM fit on the
 train split's representations); a split's leakage is ``mean(S.leak_h == S.a)`` over its rows with a known attribute,

@@ -243,7 +243,7 @@ def plot_front(settings: Sequence[Setting], gap: str, path: Any, marks: Mapping[
             continue
         marker, color = next(styles, ("P", "black"))
         ax.scatter([s.stat("test", gap)[0]], [s.stat("test", "accuracy")[0]], marker=marker, s=150, color=color,
-                   edgecolor="black", zorder=4, clip_on=False, label=f"{rule}: {labels.get(name, name)}")
+                   edgecolor="black", zorder=5, clip_on=False, label=f"{rule}: {labels.get(name, name)}")
     if baseline is not None:
         s = next((s for s in settings if s.name == baseline), None)
         if s is not None:
