@@ -261,9 +261,12 @@ class _PolicyNoteFilter(logging.Filter):
 
 
 def _quiet_policy_note() -> None:
+    """Install :class:`_PolicyNoteFilter` once; also silence the torch deprecation Lightning's own ``_pytree`` helper
+    triggers at every fit (``isinstance(treespec, LeafSpec)``: nothing a faircl user can change)."""
     log = logging.getLogger("lightning.pytorch.utilities.rank_zero")
     if not any(getattr(f, "faircl_policy_note", False) for f in log.filters):
         log.addFilter(_PolicyNoteFilter())
+    warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)` is deprecated.*")
 
 
 _quiet_policy_note()
