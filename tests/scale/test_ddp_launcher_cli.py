@@ -69,6 +69,18 @@ def test_ddp_fit_and_test_with_lightnings_launcher_match_one_process(fitted):
     assert "accuracy" in keys and "tpr_gap_rms" in keys
     for k in keys:
         assert multi["metrics"][k] == pytest.approx(single["metrics"][k], abs=1e-6, nan_ok=True), k
+    # the per-row predictions: every row once (203 test rows over 2 ranks: one padded), as on one process
+    from faircl.eval.rows import read_rows
+
+    rows_multi = read_rows(_newest(tmp / "runs", "rows.npz"))
+    rows_single = read_rows(_newest(tmp / "single", "rows.npz"))
+    assert multi["meta"]["rows"]["test"]["rows"] == multi["meta"]["rows"]["test"]["split_size"] == 203
+    for split, n in (("test", 203), ("val", 64)):
+        assert list(rows_multi[split]["idx"]) == list(range(n))
+        for f in ("y", "a", "pred", "leak_h", "leak_yhat"):
+            assert (rows_multi[split][f] == rows_single[split][f]).all(), (split, f)
+        assert abs(rows_multi[split]["proba"] - rows_single[split]["proba"]).max() < 1e-5
+    assert multi["meta"]["fit"] == single["meta"]["fit"] and multi["meta"]["fit"]["source"] == "faircl fit"
 
 
 @pytest.mark.ddp
