@@ -197,7 +197,7 @@ def test_a_plain_trainer_fit_does_not_announce_faircl_s_checkpoint_policy(tmp_pa
 
 def test_sigint_during_fit_exits_130_with_how_to_resume(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
-    args = [a for a in TINY if not a.startswith("--data.n_train")] + ["--data.n_train=4096"]
+    args = [a for a in TINY if not a.startswith("--data.n_train")] + ["--data.n_train=1024"]
     proc = subprocess.Popen([sys.executable, "-m", "faircl.cli", "fit", "--model", "CE", *args,
                              "--trainer.max_epochs=100000"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
