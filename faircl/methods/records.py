@@ -43,8 +43,13 @@ def _init_args(obj: Any) -> dict[str, Any]:
                 continue
             if name in hparams:
                 out[name] = json_safe(hparams[name])
-            elif hasattr(obj, name) and not callable(getattr(obj, name)):
-                out[name] = json_safe(getattr(obj, name))
+                continue
+            try:
+                value = getattr(obj, name)
+            except Exception:  # a property that cannot answer yet (e.g. before setup): not recorded
+                continue
+            if not callable(value):
+                out[name] = json_safe(value)
     return out
 
 
