@@ -133,7 +133,7 @@ def null_table(rows: list[tuple[str, dict]]) -> list[str]:
         claim = claim.replace("|", "\\|")
         if not ev["bias"]:
             text = ev["bias_text"].replace("|", "\\|")
-            lines.append(f"| {claim} | — | — | — | — | — | — | — | {text} |")
+            lines.append(f"| {claim} | — | — | — | — | — | — | — | — | {text} |")
             continue
         pairs = list(zip(ev["bias"], ev["items"])) + ([ev["reference"]] if ev.get("reference") else [])
         for t, n in pairs:

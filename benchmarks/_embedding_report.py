@@ -87,7 +87,7 @@ def utility_row(name: str, protocol: str, base_acc: list[float], new_acc: list[f
         word, why = "does not hold", "the accuracy falls by more than 2 points"
     else:
         word, why = "inconclusive", "the accuracy change's interval straddles −2 points"
-    return (f"| {name} | {protocol} | -0.2 (GLUE average) | {e.fmt()} | — | — | {e.fmt()} | — | **{word}** ({why}; "
+    return (f"| {name} | {protocol} | -0.2 (GLUE average) | {e.fmt()} | — | — | — | {e.fmt()} | — | **{word}** ({why}; "
             f"{e.n_seeds} seeds) |")
 
 
@@ -95,7 +95,8 @@ def _row(protocol: str, v, bias_text: str) -> str:
     paper = "—" if v.paper_effect is None else f"{100 * v.paper_effect:+.1f}"
     bias = "; ".join(t.describe() for t in v.bias) or bias_text
     cells = [v.name, protocol, paper, v.effect.fmt(), "—" if math.isnan(v.p_holm) else f"{v.p_holm:.3g}",
-             f"{100 * v.mde:.1f}" if math.isfinite(v.mde) else "∞", v.utility.fmt(), bias,
+             f"{100 * v.mde:.1f}" if math.isfinite(v.mde) else "∞",
+             f"{100 * v.mde_holds:.1f}" if math.isfinite(v.mde_holds) else "∞", v.utility.fmt(), bias,
              f"**{v.verdict}** ({v.reason}; {v.effect.n_seeds} seeds)"]
     return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 

@@ -3,15 +3,17 @@
 One implementation: this module only adapts the results files' per-seed reports to
 :func:`faircl.eval.compare.decide` and formats the summary table. The rule (see ``faircl/eval/compare.py``):
 
-* **untestable** — the baseline's gap does not exceed the attribute-permuted null's 95th percentile on the test
-  **and** validation splits (leakage: the majority-group rate's binomial null), or the baseline is degenerate;
+* **untestable** — the baseline's gap does not exceed the attribute-permuted null's 95th percentile, one test over
+  the test and validation rows pooled (leakage: the majority-group rate's binomial null on each split), or the
+  baseline is degenerate;
 * **degenerate** — the method is no classifier (top-class share well above the split's majority rate, or balanced
   accuracy near chance) on at least half of the seeds;
 * **holds** / **contradicted** — the seed-paired change is significant after Holm–Bonferroni over every claim of the
   results file, in the claimed / the wrong direction (holds also needs the utility change's lower 95% bound ≥ −2
   points);
-* **does not hold** — no significant change although the minimum detectable effect is ≤ the paper's effect;
-* **inconclusive** — the minimum detectable effect exceeds the paper's effect (or the paper reports none).
+* **does not hold** — no significant change although the "holds" MDE (the smallest reduction that reads holds with
+  80% power, utility margin included) is ≤ the paper's effect;
+* **inconclusive** — the "holds" MDE exceeds the paper's effect (or the paper reports none).
 
 ``t_interval`` / ``paired_difference`` stay for the descriptive columns of the tables.
 """
@@ -33,8 +35,9 @@ from faircl.eval.compare import (VERDICTS, BiasTest, ClaimEvidence, Verdict, dec
                                  paired_seed_comparison)
 
 MARGIN = 0.02
-SUMMARY_HEADER = ["| claim | protocol | paper effect | our effect [95% CI] | Holm p | MDE | utility change [95% CI] | "
-                  "baseline bias vs null | verdict |", "|---|---|---|---|---|---|---|---|---|"]
+SUMMARY_HEADER = ["| claim | protocol | paper effect | our effect [95% CI] | Holm p | MDE | holds-MDE | "
+                  "utility change [95% CI] | baseline bias vs null | verdict |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,8 @@ def _row(protocol: str, v: Verdict) -> str:
     paper = "—" if v.paper_effect is None else f"{100 * v.paper_effect:+.1f}"
     bias = "; ".join(t.describe() for t in v.bias) or "not checked (no per-row predictions)"
     cells = [v.name, protocol, paper, v.effect.fmt(), "—" if math.isnan(v.p_holm) else f"{v.p_holm:.3g}",
-             f"{100 * v.mde:.1f}" if math.isfinite(v.mde) else "∞", v.utility.fmt(), bias,
+             f"{100 * v.mde:.1f}" if math.isfinite(v.mde) else "∞",
+             f"{100 * v.mde_holds:.1f}" if math.isfinite(v.mde_holds) else "∞", v.utility.fmt(), bias,
              f"**{v.verdict}** ({v.reason}; {v.effect.n_seeds} seeds)"]
     return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
@@ -110,17 +114,21 @@ def summary_table(rows: list[tuple[str, ClaimEvidence]], margin: float = MARGIN)
     return SUMMARY_HEADER + [_row(p, v) for p, v in decide_rows(rows, margin)]
 
 
-RULE = ("Verdict rule (`faircl.eval.compare`, called by `benchmarks/_stats.py`): the change is method − baseline "
-        "(×100) paired by seed, with a 95% Student-t interval; *untestable* when the baseline's gap does not exceed "
-        "the 95th percentile of its null (attribute permuted within each label, 1,000 permutations) on the test and "
-        "the validation split (leakage: the binomial null of always guessing the majority group) or the baseline is "
+RULE = ("Verdict rule (`faircl.eval.compare`, called by `benchmarks/_stats.py`; error rates measured in "
+        "`benchmarks/results/calibration.md`): the change is method − baseline (×100) paired by seed, its variance "
+        "the seeds' spread plus the test-row noise that every seed shares, with a 95% Student-t interval on seeds − 1 "
+        "df; *untestable* when the baseline's gap does not exceed the 95th percentile of its null (attribute "
+        "permuted within each label, 1,000 permutations) in one test over the test and validation rows pooled "
+        "(leakage: the binomial null of always guessing the majority group, on the test and the validation split) "
+        "or the baseline is "
         "degenerate; *degenerate* when the method gives one class to far more rows than the split's majority class "
         "(or has chance balanced accuracy) on at least half of the seeds; *holds* / *contradicted* when the change "
         "is significant after Holm–Bonferroni over every claim of this file (p < 0.05), in the claimed / the wrong "
         "direction, and (holds) the utility change's lower 95% bound is ≥ −2 points; *does not hold* when it is "
-        "not significant although the minimum detectable effect (MDE: 80% power at the Bonferroni level) is ≤ the "
-        "paper's effect; *inconclusive* when the MDE exceeds the paper's effect or the paper gives none, or the "
-        "utility interval straddles −2 points.")
+        "not significant although the holds-MDE (the smallest reduction that reads *holds* with 80% power at the "
+        "Bonferroni level when the method costs no utility; ∞ when the utility interval is too wide for that) is ≤ "
+        "the paper's effect; *inconclusive* when the holds-MDE exceeds the paper's effect or the paper gives none, "
+        "or the utility interval straddles −2 points. MDE: the gap test's alone.")
 
 
 def majority_share(predictions: Sequence[int]) -> float:

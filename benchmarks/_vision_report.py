@@ -105,7 +105,8 @@ def _row(protocol: str, v: Verdict) -> str:
     bias = "; ".join(t.describe() for t in v.bias) or (
         "no null (the statistic does not involve the attribute); seed-paired t-test")
     cells = [v.name, protocol, paper, v.effect.fmt(), "—" if math.isnan(v.p_holm) else f"{v.p_holm:.3g}",
-             f"{100 * v.mde:.1f}" if math.isfinite(v.mde) else "∞", v.utility.fmt(), bias,
+             f"{100 * v.mde:.1f}" if math.isfinite(v.mde) else "∞",
+             f"{100 * v.mde_holds:.1f}" if math.isfinite(v.mde_holds) else "∞", v.utility.fmt(), bias,
              f"**{v.verdict}** ({v.reason}; {v.effect.n_seeds} seeds)"]
     return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 

@@ -72,7 +72,7 @@ def protocol_lines(raw: dict[str, Any]) -> list[str]:
         "on the frozen, standardised training `h`.",
         "- Selection: every epoch of a run's final stage is kept; the paper's rule and DTO each pick one (for the "
         "embedding methods the validation metrics come from the same 1-NN / probe predictions). Verdicts need the "
-        "baseline's GAP (or EO gap) above its attribute-permuted null on the test **and** the validation split.",
+        "baseline's GAP (or EO gap) above its attribute-permuted null, one test over the test and validation rows.",
         "- Changed from the previous version of this benchmark: it induced an *attribute imbalance* (minority "
         "groups shrunk in train) instead of a label–attribute stereotype, ran only PARADE vs DML and FairSampling "
         "vs SimCLR, and kept per-seed summaries only, so no baseline could be checked against a null and no row "
@@ -85,8 +85,8 @@ def protocol_lines(raw: dict[str, Any]) -> list[str]:
 
 ANALYSIS = """## How to read the results
 
-- A claim can only be decided where the baseline has a bias to remove: its test and validation GAP (or EO gap)
-  must exceed the 95th percentile of the same predictions with the attribute permuted within each label. A colour
+- A claim can only be decided where the baseline has a bias to remove: its GAP (or EO gap) over the test and
+  validation rows must exceed the 95th percentile of the same predictions with the attribute permuted within each label. A colour
   shortcut on ColoredDigits is easy to learn and easy to unlearn (the digit shape separates the classes perfectly),
   so a baseline trained long enough may leave little bias; the faces are harder and a small CNN from scratch stays
   near the shortcut longer.
@@ -103,6 +103,6 @@ ANALYSIS = """## How to read the results
   perfect in-cell constant and λ = 1 (the paper's middle value, not tuned here), the losses can leave the colour as
   the easiest route to the label; the λ = 0 row separates what the fair term does from what the two-view
   supervised contrastive pipeline does.
-- A verdict of *inconclusive* with a printed MDE above the paper's effect says the design (seeds × test rows)
-  could not have detected the paper's effect; *degenerate* flags a model at chance balanced accuracy or giving one
+- A verdict of *inconclusive* with a printed holds-MDE above the paper's effect says the design (seeds × test
+  rows) could not have read *holds* for the paper's effect; *degenerate* flags a model at chance balanced accuracy or giving one
   class to most rows, which on a balanced test split is what a model that predicts the attribute does."""

@@ -1,6 +1,26 @@
 """The statistics behind :mod:`faircl.eval.compare`: vectorised group-fairness gaps from confusion counts, the
-attribute-permutation null, the seed × row paired bootstrap, Holm–Bonferroni and the minimum detectable effect.
+attribute-permutation null, the seed × row paired bootstrap, Holm–Bonferroni and the minimum detectable effects.
 All values are fractions (0.045 = 4.5 points). See :mod:`faircl.eval.compare` for the rule they serve.
+
+**The paired effect's variance: a two-way decomposition of the seeds × rows design.** The change of seed ``s``
+measured on the test rows is ``d_s = μ + α_s + β + γ_s``: ``α_s`` is the seed's training noise (what another seed
+would change on infinitely many rows, variance ``σ²_α``); ``β`` is the test rows' sampling error that every seed shares
+(the same rows score every seed and both models, variance ``σ²_β``); ``γ_s`` is the rows' sampling error specific to
+the seed (which rows *this* pair of models gets right, variance ``σ²_γ``). The reported change is the seed mean
+``D = mean_s d_s``, so ``Var(D) = σ²_α / S + σ²_β + σ²_γ / S``, each noise once. The seeds' spread ``s²_d`` estimates
+``σ²_α + σ²_γ`` (``β`` is common to all seeds and cancels), so ``s²_d / S`` already holds each seed's own row noise;
+a bootstrap of the rows (one resample shared by every seed and both models) measures ``σ²_β + σ²_γ`` per seed and
+``σ²_β`` as the *covariance* of two seeds' resampled changes. The variance is therefore
+``s²_d / S + c̄`` with ``c̄`` the mean covariance between seeds over the row resamples (≥ 0), not ``s²_d / S`` plus the
+whole bootstrap variance of the seed mean, which counts ``σ²_γ / S`` twice.
+
+**Degrees of freedom: S − 1.** The row part ``c̄`` is known from thousands of rows; the seed part from ``S`` values.
+Satterthwaite's df ``(v_seed + v_rows)² / (v_seed² / (S − 1))`` rises exactly when the ``S − 1``-df seed variance is
+small by chance, which is when ``|t|`` is large: with 3 seeds and real seed-to-seed shifts its tail at α/10 ran at 3–5×
+nominal. Student-t on ``S − 1`` df is exact when the rows add nothing and conservative otherwise (for
+``T = Z / √(λW + 1 − λ)``, ``W ~ χ²_{S−1} / (S − 1)``, the tail ``E[2Φ̄(t√x)]`` is convex in ``x``, so any share ``λ``
+of seed variance gives a tail no heavier than ``λ = 1``, the t distribution), at every level Holm uses. The minimum
+detectable effects use the same df, so the price (a wide interval with 3 seeds) is printed beside each verdict.
 """
 
 from __future__ import annotations
@@ -13,8 +33,8 @@ import numpy as np
 from scipy import stats
 
 __all__ = ["BiasTest", "Effect", "GAP_METRICS", "bias_is_real", "confusion_from_rows", "gap_from_confusion", "holm",
-           "leakage_null", "minimum_detectable_effect", "paired_bootstrap", "paired_seed_comparison",
-           "permutation_null"]
+           "holds_detectable_effect", "leakage_null", "minimum_detectable_effect", "paired_bootstrap",
+           "paired_seed_comparison", "permutation_null", "shared_row_variance"]
 GAP_METRICS = ("tpr_gap_rms", "eo_gap", "accuracy", "balanced_accuracy")
 
 
@@ -173,7 +193,7 @@ def _permuted_within_label(y: np.ndarray, a: np.ndarray, n_perm: int, rng: np.ra
 
 def permutation_null(y, preds_by_seed, a, metric: str = "tpr_gap_rms", *, num_classes: int | None = None,
                      num_groups: int | None = None, n_permutations: int = 1000, n_bootstrap: int = 1000,
-                     level: float = 0.95, seed: int = 0, split: str = "test") -> BiasTest:
+                     level: float = 0.95, seed: int = 0, split: str = "test", strata=None) -> BiasTest:
     """The baseline's gap (mean over seeds) against the attribute-permuted null, plus a row bootstrap.
 
     Args:
@@ -188,17 +208,22 @@ def permutation_null(y, preds_by_seed, a, metric: str = "tpr_gap_rms", *, num_cl
         level: the null quantile that a real bias must exceed.
         seed: random seed of the permutations and resamples.
         split: name printed with the result.
+        strata: ``[n]`` integer stratum per row within which the attribute is permuted (default: the label ``y``;
+            pooled splits pass label × split, so that the null keeps each split's attribute counts per label).
 
     Returns:
         A :class:`BiasTest`.
     """
     preds = np.atleast_2d(np.asarray(preds_by_seed, dtype=np.int64))
     y, preds, a = _as_rows(y, preds, a)
+    strata = y if strata is None else np.asarray(strata, dtype=np.int64)
+    if strata.shape != y.shape:
+        raise ValueError(f"strata need one value per row, got shape {strata.shape} for {y.shape[0]} rows")
     c = int(num_classes or max(y.max(), preds.max()) + 1)
     g = int(num_groups or a.max() + 1)
     rng = np.random.default_rng(seed)
     observed = float(np.mean(gap_from_confusion(confusion_from_rows(y, preds, a, c, g), metric)))
-    perm = _permuted_within_label(y, a, n_permutations, rng)                      # [P, n]
+    perm = _permuted_within_label(strata, a, n_permutations, rng)                 # [P, n]
     block = max(1, 2_000_000 // preds.size)                                        # bounded memory
     null = np.concatenate([gap_from_confusion(confusion_from_rows(y, preds[None], perm[i:i + block, None], c, g),
                                               metric).mean(-1) for i in range(0, n_permutations, block)])
@@ -250,7 +275,7 @@ class Effect:
         lo, hi: the two-sided ``level`` interval (infinite with one seed).
         p_value: two-sided p-value of "no change".
         se: standard error of the mean change.
-        df: degrees of freedom (seeds − 1, or Satterthwaite's with the rows' variance).
+        df: degrees of freedom (seeds − 1).
         n_seeds: seeds.
         n_rows: test rows resampled (0: seed-level only, from summary numbers).
     """
@@ -326,12 +351,13 @@ def paired_bootstrap(y, a, baseline_preds, method_preds, metric: str = "tpr_gap_
                      level: float = 0.95, seed: int = 0, resample_rows: bool = True) -> Effect:
     """Seed-paired change of a metric, with the seed level and a test-row bootstrap nested inside it.
 
-    The change is the mean over seeds of ``metric(method) − metric(baseline)`` on the test rows. Its variance has
-    two components of the seeds × rows design: the seeds' spread (``var_s(d) / S``, the paired t-test's) and the
-    test rows' sampling, measured by resampling the rows (one resample shared by every seed and both models, as
-    they are scored on the same rows) and recomputing the seed mean. The interval and p-value are Student-t with
-    Satterthwaite's degrees of freedom ``(v_seed + v_rows)² / (v_seed² / (S − 1))``; with ``resample_rows=False``
-    (or rows that add no variance) this is exactly the paired t-test of the per-seed values.
+    The change is the mean over seeds of ``metric(method) − metric(baseline)`` on the test rows. Its variance counts
+    each noise of the seeds × rows design once (module docstring): the seeds' spread ``var_s(d) / S`` (training noise
+    and each seed's own row noise) plus the row noise that every seed shares, the mean covariance between seeds of
+    the change over row resamples (one resample shared by every seed and both models, as they are scored on the same
+    rows; :func:`shared_row_variance`). The interval and p-value are Student-t on ``S − 1`` degrees of freedom; with
+    ``resample_rows=False`` (or rows whose noise no two seeds share) this is exactly the paired t-test of the
+    per-seed values.
 
     Args:
         y: true class per row ``[n]``.
@@ -363,14 +389,33 @@ def paired_bootstrap(y, a, baseline_preds, method_preds, metric: str = "tpr_gap_
     if s < 2:
         return _t_effect(float(d.mean()), math.inf, 0, level, s, rows)
     v_seed = float(d.var(ddof=1)) / s
-    v_rows = 0.0
+    v_shared = 0.0
     if resample_rows:
         rng = np.random.default_rng(seed)
-        vals = _weighted_gaps(y, both, a, c, g, _weights(rng, n, n_bootstrap), metric)
-        v_rows = float(np.nanvar(np.nanmean(vals[:, 1] - vals[:, 0], axis=1), ddof=1))
-    total = v_seed + v_rows
-    df = (s - 1) * total ** 2 / v_seed ** 2 if v_seed > 0 else 1e9
-    return _t_effect(float(d.mean()), math.sqrt(total), min(df, 1e9), level, s, rows)
+        vals = _weighted_gaps(y, both, a, c, g, _weights(rng, n, n_bootstrap), metric)     # [B, 2, S]
+        v_shared = shared_row_variance(vals[:, 1] - vals[:, 0])
+    return _t_effect(float(d.mean()), math.sqrt(v_seed + v_shared), s - 1, level, s, rows)
+
+
+def shared_row_variance(resampled: np.ndarray) -> float:
+    """The row noise that every seed shares: the mean covariance between two seeds' values over row resamples.
+
+    Args:
+        resampled: ``[B, S]`` per-seed values (e.g. paired changes) on ``B`` resamples of the rows shared by every
+            seed (resamples with an undefined value are left out).
+
+    Returns:
+        ``(S · var_b(mean_s) − mean_s var_b) / (S − 1)``, the mean off-diagonal covariance, floored at 0 (a negative
+        estimate is a shared noise of zero); 0 with fewer than two seeds or resamples.
+    """
+    x = np.asarray(resampled, dtype=np.float64)
+    x = x[~np.isnan(x).any(axis=1)]
+    b, s = x.shape
+    if b < 2 or s < 2:
+        return 0.0
+    v_mean = float(np.var(x.mean(axis=1), ddof=1))
+    v_each = float(np.mean(np.var(x, axis=0, ddof=1)))
+    return max(0.0, (s * v_mean - v_each) / (s - 1))
 
 
 def minimum_detectable_effect(effect: Effect, alpha: float = 0.05, power: float = 0.8) -> float:
@@ -379,6 +424,29 @@ def minimum_detectable_effect(effect: Effect, alpha: float = 0.05, power: float 
     if effect.df < 1 or not math.isfinite(effect.se):
         return math.inf
     return float((stats.t.ppf(1 - alpha / 2, effect.df) + stats.t.ppf(power, effect.df)) * effect.se)
+
+
+def holds_detectable_effect(effect: Effect, utility: Effect, alpha: float = 0.05, margin: float = 0.02,
+                            power: float = 0.8) -> float:
+    """Smallest reduction that reads "holds" with probability ``power`` if the method cost no utility.
+
+    "Holds" needs a significant reduction (two-sided at ``alpha``) **and** a utility interval whose lower bound is
+    ≥ −``margin``. With no true utility change the latter has probability ``P_u = F_{t,df_u}((margin − h_u) / se_u)``
+    (``h_u``: the utility interval's half-width); the two are taken as independent, so the gap test needs power
+    ``power / P_u``: ``(t_{1−α/2} + t_{power / P_u}) · se`` with the effect's df. Infinite when ``P_u < power`` (the
+    utility interval is too wide for "holds" to reach that power, whatever the effect) or either side has no
+    variance estimate (one seed).
+    """
+    if effect.df < 1 or not math.isfinite(effect.se) or utility.df < 1 or not math.isfinite(utility.se):
+        return math.inf
+    half = utility.mean - utility.lo
+    if utility.se > 0:
+        p_util = float(stats.t.cdf((margin - half) / utility.se, utility.df))
+    else:
+        p_util = 1.0 if margin >= 0 else 0.0
+    if p_util <= power:
+        return math.inf
+    return float((stats.t.ppf(1 - alpha / 2, effect.df) + stats.t.ppf(power / p_util, effect.df)) * effect.se)
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:

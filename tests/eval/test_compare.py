@@ -127,15 +127,46 @@ def test_paired_bootstrap_without_rows_is_the_paired_t_test_and_with_rows_matche
     assert seeds_only.p_value == pytest.approx(ref.pvalue) and seeds_only.df == 3
     nested = C.paired_bootstrap(y, a, base, meth, n_bootstrap=1000, seed=1)
     loop_rng, stat = np.random.default_rng(7), []
-    for _ in range(400):  # literal row bootstrap: rows shared by both models and every seed, mean over seeds
+    for _ in range(400):  # literal row bootstrap: rows shared by both models and every seed, one change per seed
         rows = loop_rng.integers(0, 400, 400)
         t = [torch.as_tensor(v) for v in (y[rows], a[rows])]
-        stat.append(np.mean([float(tpr_gap_rms(torch.as_tensor(meth[s][rows]), *t, 2, 2))
-                             - float(tpr_gap_rms(torch.as_tensor(base[s][rows]), *t, 2, 2)) for s in range(4)]))
-    v_seed, v_rows = d.var(ddof=1) / 4, np.var(stat, ddof=1)
-    assert nested.se == pytest.approx(math.sqrt(v_seed + v_rows), rel=0.1)
-    assert nested.df == pytest.approx(3 * (nested.se ** 2) ** 2 / v_seed ** 2)   # Satterthwaite
-    assert nested.se > seeds_only.se and nested.df > 3  # the test rows add their own uncertainty
+        stat.append([float(tpr_gap_rms(torch.as_tensor(meth[s][rows]), *t, 2, 2))
+                     - float(tpr_gap_rms(torch.as_tensor(base[s][rows]), *t, 2, 2)) for s in range(4)])
+    cov = np.cov(np.array(stat), rowvar=False)                    # [4, 4] over the resamples
+    shared = (cov.sum() - np.trace(cov)) / (4 * 3)                # mean covariance of two different seeds
+    v_seed = d.var(ddof=1) / 4
+    assert shared > 0 and nested.se == pytest.approx(math.sqrt(v_seed + shared), rel=0.1)
+    assert nested.df == 3                                          # S - 1, whatever the rows add
+    assert nested.se > seeds_only.se  # the rows' shared noise is added; each seed's own row noise is in v_seed
+
+
+def test_shared_row_variance_is_the_mean_covariance_and_recovers_a_planted_decomposition():
+    from faircl.eval.compare_stats import shared_row_variance
+
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((300, 5)) @ rng.standard_normal((5, 5))
+    cov = np.cov(x, rowvar=False)
+    assert shared_row_variance(x) == pytest.approx(max(0.0, (cov.sum() - np.trace(cov)) / 20))
+    # d[b, s] = beta_b + gamma_bs: shared variance 0.04, each seed's own 0.09 -> 0.04 (and not 0.04 + 0.09 / S)
+    planted = 0.2 * rng.standard_normal((20000, 1)) + 0.3 * rng.standard_normal((20000, 3))
+    assert shared_row_variance(planted) == pytest.approx(0.04, rel=0.06)
+    assert shared_row_variance(0.3 * rng.standard_normal((20000, 3))) == pytest.approx(0.0, abs=0.002)
+    with_nan = np.vstack([planted[:500], [[np.nan, 0.0, 0.0]]])
+    assert shared_row_variance(with_nan) == pytest.approx(shared_row_variance(planted[:500]))
+    assert shared_row_variance(planted[:, :1]) == 0.0
+
+
+def test_each_noise_is_counted_once_across_replicates():
+    """Planted seeds x rows protocols (no seed shift): the effect's reported se matches its spread across replicates.
+    The former rule added the whole row-bootstrap variance to the seeds' spread and gave sd/se about 0.7."""
+    rng, means, ses = np.random.default_rng(12), [], []
+    for r in range(120):
+        y, a = split(600, rng)
+        base, meth = seeds_of(y, a, 0.2, 4, rng, acc=0.8), seeds_of(y, a, 0.2, 4, rng, acc=0.8)
+        e = C.paired_bootstrap(y, a, base, meth, n_bootstrap=150, seed=r)
+        means.append(e.mean), ses.append(e.se)
+    ratio = np.std(means, ddof=1) / math.sqrt(np.mean(np.square(ses)))
+    assert 0.85 < ratio < 1.2, ratio
 
 @pytest.mark.parametrize("seed", range(4))
 def test_equal_seed_differences_with_round_off_are_a_zero_spread(seed):
@@ -255,7 +286,8 @@ def test_planted_reduction_holds_and_worsening_is_contradicted():
     held, worse = verdict_of(planted_claim("reduction", 0.3, 0.05, n=3000), planted_claim("worsening", 0.3, 0.5, seed=1))
     assert held.verdict == "holds" and held.effect.hi < 0 and held.paper_effect == -0.045
     assert worse.verdict == "contradicted" and worse.effect.lo > 0
-    assert C.verdict_row(held).count("|") == 9 and "-4.5" in C.verdict_row(held)
+    assert C.verdict_row(held).count("|") == 10 == C.VERDICT_HEADER[0].count("|") and "-4.5" in C.verdict_row(held)
+    assert C.VERDICT_HEADER[1].count("|") == 10 and held.mde_holds >= held.mde
 
 
 def test_near_constant_method_on_an_86_percent_majority_split_is_degenerate():
@@ -270,8 +302,73 @@ def test_near_constant_method_on_an_86_percent_majority_split_is_degenerate():
 
 
 def test_tiny_effect_with_three_seeds_is_inconclusive():
+    v, = verdict_of(planted_claim("tiny", 0.3, 0.29, n_seeds=3, n=120, seed=4))
+    assert v.verdict == "inconclusive" and v.mde_holds > 0.045
+    # the same tiny effect on 400 rows: "holds" would have had 80% power at the paper's 4.5 points
     v, = verdict_of(planted_claim("tiny", 0.3, 0.29, n_seeds=3, n=400, seed=4))
-    assert v.verdict == "inconclusive" and v.mde > 0.045
+    assert v.verdict == "does not hold" and v.mde_holds <= 0.045
+
+
+def test_holds_detectable_effect_has_the_stated_power():
+    """A literal simulation of the rule at the holds-MDE: 5 seeds, per-seed changes N(-mde, sd), utility N(0, tau):
+    "holds" (p < 0.05 and utility lower bound >= -2 points) in about 80% of replicates."""
+    from faircl.eval.compare_stats import holds_detectable_effect
+
+    s, sd, tau = 5, 0.03, 0.012
+    eff = C.paired_seed_comparison(np.zeros(s), sd * np.array([-1.2, -0.6, 0, 0.6, 1.2]) / math.sqrt(0.9))
+    util = C.paired_seed_comparison(np.zeros(s), tau * np.array([-1.2, -0.6, 0, 0.6, 1.2]) / math.sqrt(0.9))
+    assert eff.se == pytest.approx(sd / math.sqrt(s)) and util.se == pytest.approx(tau / math.sqrt(s))
+    mde = holds_detectable_effect(eff, util, 0.05, 0.02, 0.8)
+    assert C.minimum_detectable_effect(eff) < mde < math.inf
+    rng = np.random.default_rng(13)
+    d = -mde + sd * rng.standard_normal((20000, s))
+    u = tau * rng.standard_normal((20000, s))
+    crit = stats.t.ppf(0.975, s - 1)
+    sig = np.abs(d.mean(1)) / (d.std(1, ddof=1) / math.sqrt(s)) > crit
+    lo = u.mean(1) - crit * u.std(1, ddof=1) / math.sqrt(s)
+    assert np.mean(sig & (d.mean(1) < 0) & (lo >= -0.02)) == pytest.approx(0.8, abs=0.05)
+    # a utility interval that straddles the margin too often: "holds" cannot reach 80%, whatever the effect
+    wide = C.paired_seed_comparison(np.zeros(s), 0.03 * np.array([-1.2, -0.6, 0, 0.6, 1.2]))
+    assert holds_detectable_effect(eff, wide) == math.inf
+    one = C.paired_seed_comparison([0.3], [0.2])
+    assert holds_detectable_effect(one, util) == math.inf
+
+
+def test_does_not_hold_needs_a_design_that_could_have_read_holds():
+    e = C.paired_seed_comparison([0.30, 0.28, 0.35, 0.31, 0.29], [0.30, 0.29, 0.34, 0.31, 0.30])  # no change
+    tight = C.paired_seed_comparison([0.8] * 5, [0.8, 0.801, 0.8, 0.799, 0.8])
+    wide = C.paired_seed_comparison([0.8] * 5, [0.80, 0.77, 0.83, 0.78, 0.82])
+    v, = verdict_of(C.ClaimEvidence("tight", e, tight, -0.045))
+    assert v.verdict == "does not hold" and v.mde <= v.mde_holds <= 0.045
+    v, = verdict_of(C.ClaimEvidence("wide", e, wide, -0.045))  # the gap test alone could detect 4.5 points
+    assert v.mde <= 0.045 and v.mde_holds == math.inf
+    assert v.verdict == "inconclusive" and "cannot read holds" in v.reason and "| ∞ |" in C.verdict_row(v)
+
+
+def test_pooled_bias_screen_is_one_test_over_test_and_validation_rows():
+    rng = np.random.default_rng(14)
+    (yt, at), (yv, av) = split(300, rng), split(200, rng)
+    bt, bv = seeds_of(yt, at, 0.15, 3, rng), seeds_of(yv, av, 0.15, 3, rng)
+    tsp, vsp = C.SplitPredictions(yt, at, bt), C.SplitPredictions(yv, av, bv)
+    ev = C.claim_from_predictions("pooled", tsp, tsp, vsp, n_permutations=300, n_bootstrap=50)
+    pooled, = ev.bias
+    ys, as_, ps = np.r_[yt, yv], np.r_[at, av], np.concatenate([bt, bv], axis=1)
+    ref = np.mean([float(tpr_gap_rms(*(torch.as_tensor(v) for v in (p, ys, as_)), 2, 2)) for p in ps])
+    assert pooled.split == "test+validation" and pooled.observed == pytest.approx(ref)
+    strata = ys + 2 * np.r_[[0] * 300, [1] * 200]                 # label x split
+    same = C.permutation_null(ys, ps, as_, n_permutations=300, n_bootstrap=0, strata=strata)
+    assert same.null_q95 == pytest.approx(pooled.null_q95) and same.real == pooled.real
+    each = C.claim_from_predictions("each", tsp, tsp, vsp, n_permutations=300, n_bootstrap=50, screen="each")
+    assert [t.split for t in each.bias] == ["test", "validation"]
+    with pytest.raises(ValueError, match="screen"):
+        C.claim_from_predictions("x", tsp, tsp, vsp, screen="both")
+    with pytest.raises(ValueError, match="seeds"):
+        C.claim_from_predictions("x", tsp, tsp, C.SplitPredictions(yv, av, bv[:2]))
+    # the strata keep each split's attribute counts per label
+    from faircl.eval.compare_stats import _permuted_within_label
+    perm = _permuted_within_label(strata, as_, 20, rng)
+    for k in np.unique(strata):
+        assert ((perm[:, strata == k] == 1).sum(1) == (as_[strata == k] == 1).sum()).all()
 
 
 def test_utility_is_judged_on_the_lower_bound():
