@@ -109,6 +109,130 @@ def test_every_name_in_all_is_in_the_reference(site):
     assert not missing, "public names without a reference entry: " + ", ".join(missing)
 
 
+#: The heading of docs/methods/index.md's table of the FairModule arguments every method takes.
+SHARED = "Arguments every method takes"
+
+
+def argument_names(source: str, heading: str = "## Arguments") -> set[str]:
+    """The argument names in the first column of the table under the first heading starting with ``heading``."""
+    if f"\n{heading}" not in source:
+        return set()
+    section = source.split(f"\n{heading}", 1)[1].split("\n## ", 1)[0]
+    names: set[str] = set()
+    for row in section.splitlines():
+        cells = row.split("|")
+        if not row.startswith("|") or len(cells) < 3 or set(cells[1].strip()) <= set("-: "):
+            continue  # not a table row, or the separator
+        names |= set(re.findall(r"`(\w+)`", cells[1]))
+    return names
+
+
+def own_arguments(cls: type) -> list[str]:
+    """The named arguments of every ``__init__`` a method class defines or inherits from another method (every
+    class of its MRO below FairModule): the arguments its page must list itself."""
+    from faircl.methods.base import FairModule
+
+    names: list[str] = []
+    for klass in cls.__mro__:
+        if klass is FairModule or not issubclass(klass, FairModule) or "__init__" not in vars(klass):
+            continue
+        for param in list(inspect.signature(klass.__init__).parameters.values())[1:]:
+            if param.kind not in (param.VAR_POSITIONAL, param.VAR_KEYWORD) and param.name not in names:
+                names.append(param.name)
+    return names
+
+
+def test_argument_tables_parse():
+    page = ("# M\n\n## Arguments and their paper names\n\nText with `not_an_arg`.\n\n| argument | paper name | meaning |\n"
+            "|---|---|---|\n| `alpha` | α | uses `lr` |\n| `pos_margin`, `neg_margin` | | two |\n\nAfter `x`.\n\n"
+            "## Shipped configs\n\n| `later` | | |\n")
+    assert argument_names(page) == {"alpha", "pos_margin", "neg_margin"}
+    assert argument_names("# M\n\n## Objective\n\n| `a` | |\n") == set()
+
+    from faircl.methods import SimCLR
+    from faircl.methods.base import FairModule
+
+    own = own_arguments(SimCLR)  # its own fair_sampling and every FairSamplingSimCLR argument, none of FairModule's
+    assert own[0] == "fair_sampling" and {"num_clusters", "probe_max_rows"} <= set(own)
+    assert not set(own) & set(inspect.signature(FairModule.__init__).parameters)
+    assert own_arguments(FairModule) == []
+
+
+def test_shared_argument_table_lists_every_fairmodule_argument():
+    from faircl.methods.base import FairModule
+
+    listed = argument_names((DOCS / "methods" / "index.md").read_text(), f"## {SHARED}")
+    params = [p.name for p in list(inspect.signature(FairModule.__init__).parameters.values())[1:]
+              if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    assert len(params) >= 15, params
+    for arg in params:
+        assert arg in listed, f"docs/methods/index.md: FairModule argument {arg!r} is missing from '{SHARED}'"
+    for arg in listed:
+        assert arg in params, f"docs/methods/index.md: '{SHARED}' lists {arg!r}, which FairModule does not take"
+
+
+def test_method_pages_list_every_argument():
+    """Every argument named in a page's table is a real argument of the class, and every argument of the class's
+    own ``__init__``s is listed (FairModule's are in the shared table, which the page must link to)."""
+    from faircl.methods import METHODS
+    from faircl.methods.base import FairModule
+
+    hooks = _hooks()
+    problems = []
+    for name, cls in METHODS.items():
+        page = f"docs/methods/{hooks.PAGES[name]}.md"
+        source = (REPO / page).read_text()
+        listed = argument_names(source)
+        params = set()
+        for klass in cls.__mro__:
+            if issubclass(klass, FairModule):
+                params |= set(inspect.signature(klass.__init__).parameters)
+        problems += [f"{page}: documents an argument {arg!r} that {name} does not take"
+                     for arg in sorted(listed - params)]
+        problems += [f"{page}: argument {arg!r} of {name} is missing from the table under '## Arguments'"
+                     for arg in own_arguments(cls) if arg not in listed]
+        if "(index.md#arguments-every-method-takes)" not in source:
+            problems.append(f"{page}: no link to '{SHARED}' (index.md#arguments-every-method-takes)")
+    assert not problems, "\n".join(problems)
+
+
+def _claim_table(text: str) -> dict[tuple[str, str], dict[str, str]]:
+    """The summary table of a results file: ``(claim, protocol) -> {column: cell}``."""
+    lines = text.split("\n## Summary", 1)[1].split("\n## ", 1)[0].splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("| claim |"))
+    header = [c.strip() for c in lines[start].strip("|").split("|")]
+    table = {}
+    for ln in lines[start + 2:]:
+        if not ln.startswith("|"):
+            break
+        row = dict(zip(header, (c.strip() for c in ln.strip("|").split("|"))))
+        table[(row["claim"], row["protocol"])] = row
+    return table
+
+
+def test_confair_normalize_figures_are_the_results_files():
+    """The ConFair page's table of ``normalize: true`` / ``false`` is the text results file's Shen-selection summary
+    rows of ``Con_* (l2 h, Shen)`` / ``Con_* (raw tanh h, fairlib)`` (GAP and Leak@h: the effect; accuracy: the
+    utility change of the GAP claim)."""
+    page = (DOCS / "methods" / "confair.md").read_text()
+    section = page.split("## `normalize`", 1)[1].split("\n## ", 1)[0]
+    claims = _claim_table((REPO / "benchmarks" / "results" / "text_fairness.md").read_text())
+    variants = {"true": "Shen: Con_* (l2 h, Shen)", "false": "Shen (fairlib's variant): Con_* (raw tanh h, fairlib)"}
+    rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in section.splitlines() if ln.startswith("| ")]
+    assert rows[0][2:] == ["`normalize: true`", "`normalize: false`"], rows[0]
+    checked = 0
+    for protocol, measure, *cells in rows[1:]:
+        where = re.sub(r" \(\d+\)$", "", protocol) + "; shen selection"
+        for value, cell in zip(("true", "false"), cells):
+            metric = "GAP" if measure == "accuracy" else measure
+            row = claims.get((f"{variants[value]} lowers {metric} vs CE (batch 1024)", where))
+            assert row is not None, f"confair.md: no results row for normalize={value}, {metric}, {where}"
+            column = "utility change [95% CI]" if measure == "accuracy" else "our effect [95% CI]"
+            assert cell == row[column], f"confair.md: {protocol} {measure} normalize={value}: {cell} vs {row[column]}"
+            checked += 1
+    assert checked == 18, checked
+
+
 def test_method_pages_have_configs_arguments_and_benchmark_rows(site):
     from faircl.methods import METHODS
     from faircl.methods.base import FairModule
@@ -135,15 +259,6 @@ def test_method_pages_have_configs_arguments_and_benchmark_rows(site):
         for cfg in sorted((REPO / "configs" / page).glob("*.yaml")):
             assert f'--8<-- "configs/{page}/{cfg.name}"' in source, (name, cfg.name)
             assert f"{page}/{cfg.stem}" in text
-        # Every argument named in the page's argument table is a real argument of the class.
-        table = source.split("## Arguments", 1)[1].split("\n## ", 1)[0]
-        params = set()
-        for klass in cls.__mro__:
-            if issubclass(klass, FairModule):
-                params |= set(inspect.signature(klass.__init__).parameters)
-        for row in table.splitlines()[4:]:
-            for arg in re.findall(r"`(\w+)`", row.split("|")[1]):
-                assert arg in params, f"{name} page documents an argument {arg!r} that the class does not take"
 
 
 def test_method_rows_come_from_the_results_files(tmp_path):
