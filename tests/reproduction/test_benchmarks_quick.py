@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-HEADER = ("| claim | protocol | paper effect | our effect [95% CI] | Holm p | MDE | utility change [95% CI] | "
-          "baseline bias vs null | verdict |")
+HEADER = ("| claim | protocol | paper effect | our effect [95% CI] | Holm p | MDE | holds-MDE | "
+          "utility change [95% CI] | baseline bias vs null | verdict |")
 
 
 def _run(args: list[str], data_dir: Path, timeout: int) -> subprocess.CompletedProcess:

@@ -62,7 +62,7 @@ def test_summary_table_decides_the_family_together():
 def test_rows_escape_pipes_and_say_when_bias_is_not_checked():
     row = S.summary_table([("p|q", S.summary_claim("lowers |d|", BASE, BASE, UTIL, UTIL))])[2]
     assert "lowers \\|d\\|" in row and "p\\|q" in row and "not checked" in row
-    assert row.count(" | ") == 8
+    assert row.count(" | ") == 9  # ten cells: the holds-MDE beside the MDE
 
 
 def test_bias_and_degenerate_reach_the_verdict():
