@@ -289,6 +289,14 @@ def compare(argv: list[str]) -> int:
         raise CLIError(str(err)) from None
     if opts.minimise and opts.maximise:
         raise CLIError("--minimise and --maximise exclude each other")
+    for flag, value in (("--paper-effect", opts.paper_effect), ("--leakage-paper-effect", opts.leakage_paper_effect)):
+        if value is not None and not -1 <= value <= 1:
+            raise CLIError(f"{flag} {value:g}: give the change as a fraction (-0.045 for 4.5 points less)")
+    for flag, value in (("--bootstrap", opts.bootstrap), ("--permutations", opts.permutations)):
+        if value < 100:
+            raise CLIError(f"{flag} must be at least 100, got {value}")
+    if not 0 <= opts.margin < 1:
+        raise CLIError(f"--margin {opts.margin:g}: give the utility margin as a fraction in [0, 1) (0.02 = 2 points)")
     out = Path(opts.out)
     if out.exists() and (out / "compare.json").exists() and not opts.overwrite:
         raise CLIError(f"{str(out)!r} already holds the outputs of a compare; pass --overwrite or another --out")
@@ -367,6 +375,10 @@ def compare(argv: list[str]) -> int:
         except ValueError as err:
             raise CLIError(f"compare --baseline: {err}") from None
         (out / "baseline.md").write_text(_baseline_md(baseline, labels, varied, columns, result))
+        unpaired = [labels[s.name] for s in settings if s is not baseline and s.name not in result.seeds]
+        if unpaired:
+            notes.append(f"no claim for {', '.join(unpaired)}: no fit seed shared with the baseline "
+                         f"(seeds {', '.join(str(r.seed) for r in baseline.runs)})")
     title = f"accuracy vs {opts.gap}: {len(settings)} settings, {len(runs)} runs (mean ± sd over seeds)"
     plot_front(settings, opts.gap, out / "front.png", {n: ", ".join(k) for n, k in marks.items() if k},
                baseline.name if baseline is not None else None, title=title, labels=labels)

@@ -124,3 +124,25 @@ def test_runs_without_rows_never_read_a_bare_holds(planted, tmp_path, monkeypatc
     assert verdicts[0]["verdict"] == "inconclusive"  # a significant fall, but the bias is not checked
     assert verdicts[0]["reason"].startswith("bias not checked")
     assert "not checked" in (copy / "cmp" / "baseline.md").read_text()
+
+
+def test_bad_options_are_one_line_errors_and_unpaired_settings_are_said(planted, tmp_path, monkeypatch, capsys):
+    root, _ = planted
+    monkeypatch.chdir(root)
+    for args, told in ((["--paper-effect", "4.5"], "as a fraction"), (["--bootstrap", "5"], "at least 100"),
+                       (["--margin", "2"], "--margin 2")):
+        assert main(["compare", "CE", "Mine", "--out", str(tmp_path / "bad"), "--baseline", "CE", *args]) == 2
+        err = capsys.readouterr().err
+        assert told in err and "Traceback" not in err
+    import shutil
+
+    shutil.copytree(root / "Mine" / "s1", tmp_path / "other" / "s9")
+    rep = tmp_path / "other" / "s9" / "report.json"
+    data = json.loads(rep.read_text())
+    data["meta"]["fit"]["seed"] = 9
+    data["meta"]["fit"]["config"]["model.lr"] = 0.5  # another setting of Mine, with a seed the baseline lacks
+    rep.write_text(json.dumps(data))
+    assert main(["compare", "CE", "Mine", str(tmp_path / "other"), "--out", str(tmp_path / "cmp"),
+                 "--baseline", "CE"]) == 0
+    out = capsys.readouterr().out
+    assert "no claim for Mine lr=0.5: no fit seed shared with the baseline (seeds 1, 2, 3, 4)" in out
