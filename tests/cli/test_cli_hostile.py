@@ -85,6 +85,24 @@ def test_options_a_checkpoint_cannot_take_are_refused_and_the_others_applied(in_
     assert [g["lr"] for g in before["optimizer_states"][0]["param_groups"]] == [0.001]
 
 
+def test_a_resumed_schedule_keeps_its_place_at_the_new_learning_rate(in_tmp, capsys):
+    sched = ["--model.init_args.scheduler=step", "--model.init_args.lr=0.01"]
+    assert main(["fit", "--model", "CE", *TINY, *sched, "--trainer.max_epochs=6"]) == 0
+    last = next(in_tmp.rglob("last.ckpt"))
+    stored = torch.load(last, weights_only=True)
+    stored_lr = stored["optimizer_states"][0]["param_groups"][0]["lr"]
+    assert stored_lr == pytest.approx(0.01 * 0.1 ** 3)  # step: gamma 0.1 every 2 of 6 epochs, after epoch 5
+    # a longer run: the given base 0.1 replaces 0.01, the schedule keeps its place (three steps down)
+    assert main(["fit", "--model", "CE", *TINY, *sched, "--trainer.max_epochs=7", "--ckpt_path", str(last),
+                 "--model.init_args.lr", "0.1"]) == 0
+    assert "lr 0.1 (stored 0.01)" in capsys.readouterr().err
+    resumed = torch.load(in_tmp / "lightning_logs" / "version_1" / "checkpoints" / "last.ckpt", weights_only=True)
+    group = resumed["optimizer_states"][0]["param_groups"][0]
+    assert group["initial_lr"] == pytest.approx(0.1)
+    assert resumed["lr_schedulers"][0]["base_lrs"] == pytest.approx([0.1])
+    assert group["lr"] == pytest.approx(0.1 * 0.1 ** 3)
+
+
 def test_a_fit_that_would_train_nothing_is_refused(in_tmp, capsys):
     assert main(["fit", "--model", "CE", *TINY, "--trainer.max_epochs=0"]) == 2
     assert "--trainer.max_epochs 0 trains nothing" in _one_line_error(capsys)
