@@ -1,0 +1,152 @@
+"""Per-run start-up: the same short ``faircl fit`` (+ ``faircl test``) as a fresh process, and as a child forked from
+a worker that imported torch, Lightning and faircl once (:class:`faircl.cli.workers.RunPool`), side by side.
+
+Three contenders per round (the timing harness rotates their order, :mod:`_timing`):
+
+- **fresh**: ``faircl fit …`` then ``faircl test …`` as new processes (what a sweep trial paid before);
+- **pool**: the same two commands, each a child of the pre-imported fork server;
+- **in-process**: the same two commands called in this process (``faircl.cli.main``), after a warm-up: no start-up
+  at all, the floor.
+
+The per-run overhead of a contender is its time minus the in-process time of the same round; it is reported as a
+fraction of the in-process time (the run's own work: data, model, training, test). Target (the bench issue): the
+pool's overhead ≤ 10% of the run on the quick protocols. ``--render`` re-renders from the saved JSON.
+
+    python benchmarks/startup.py --rounds 5 --out benchmarks/results/startup.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from _timing import busy_note, fmt_s, machine, machine_line, measure  # noqa: E402
+
+from faircl.cli import main  # noqa: E402
+from faircl.cli.workers import RunPool  # noqa: E402
+
+PROTOCOLS = {  # name: fit arguments (test adds --ckpt_path best); 1 epoch: the short runs of a sweep or a suite
+    "ce/biased_features, 1 epoch": ["--config", "ce/biased_features", "--trainer.max_epochs", "1"],
+    "confair/biased_features, 1 epoch": ["--config", "confair/biased_features", "--trainer.max_epochs", "1"],
+    "ce/biased_features, 5 epochs": ["--config", "ce/biased_features", "--trainer.max_epochs", "5"],
+}
+QUIET = ["--trainer.enable_progress_bar", "false"]
+
+
+def _faircl() -> str:
+    found = shutil.which("faircl", path=str(Path(sys.executable).parent)) or shutil.which("faircl")
+    if found is None:
+        raise SystemExit("the faircl console command is not installed (pip install -e .)")
+    return found
+
+
+def _commands(args: list[str], root: Path) -> list[list[str]]:
+    common = [*args, *QUIET, "--trainer.default_root_dir", str(root)]
+    return [["fit", *common], ["test", *common]]
+
+
+def contenders(args: list[str], work: Path, pool: RunPool) -> dict:
+    counter = {"n": 0}
+
+    def fresh() -> None:
+        counter["n"] += 1
+        for cmd in _commands(args, work / f"fresh{counter['n']}"):
+            proc = subprocess.run([_faircl(), *cmd], capture_output=True, text=True)
+            if proc.returncode:
+                raise SystemExit(f"fresh {cmd[0]} failed: {proc.stderr[-1500:]}")
+
+    def pooled() -> None:
+        counter["n"] += 1
+        for cmd in _commands(args, work / f"pool{counter['n']}"):
+            code = pool.run(main, (cmd,), log=work / f"pool{counter['n']}.{cmd[0]}.log")
+            if code:
+                raise SystemExit(f"pool {cmd[0]} exited {code}; see {work}")
+
+    def in_process() -> None:
+        counter["n"] += 1
+        for cmd in _commands(args, work / f"inproc{counter['n']}"):
+            with open(os.devnull, "w") as sink:
+                old = sys.stdout
+                sys.stdout = sink
+                try:
+                    code = main(cmd)
+                finally:
+                    sys.stdout = old
+            if code:
+                raise SystemExit(f"in-process {cmd[0]} exited {code}")
+
+    return {"fresh processes": fresh, "pool (forked)": pooled, "in-process (floor)": in_process}
+
+
+def render(raw: dict, out: Path) -> None:
+    lines = ["# Per-run start-up: fresh processes against a pre-imported worker", "",
+             f"`python benchmarks/startup.py --rounds {raw['rounds']}` ({raw['wall_s']:.0f} s). Each contender runs "
+             "`faircl fit` then `faircl test` of the same protocol; per round the three run in rotated order. "
+             "Overhead = the contender's time − the in-process time of the same round, as a share of the "
+             "in-process time (the run's own work). Target: the pool's overhead ≤ 10%.", "",
+             machine_line(raw["machine_start"], raw["machine_end"]), "",
+             "| protocol | fresh processes (s) | pool (s) | in-process (s) | fresh overhead | pool overhead | "
+             "target met |", "|---|---|---|---|---|---|---|"]
+    notes = []
+    for name, res in raw["protocols"].items():
+        t = res["timings"]
+        fresh, pool, floor = (t[k]["wall"] for k in ("fresh processes", "pool (forked)", "in-process (floor)"))
+        over_f = statistics.median([(a - c) / c for a, c in zip(fresh, floor)])
+        over_p = statistics.median([(b - c) / c for b, c in zip(pool, floor)])
+        lo_p = min((b - c) / c for b, c in zip(pool, floor))
+        hi_p = max((b - c) / c for b, c in zip(pool, floor))
+        met = "yes" if over_p <= 0.10 else "no"
+        lines.append(f"| {name} | {res['fmt']['fresh processes']} | {res['fmt']['pool (forked)']} | "
+                     f"{res['fmt']['in-process (floor)']} | {100 * over_f:+.0f}% | {100 * over_p:+.0f}% "
+                     f"[{100 * lo_p:+.0f}, {100 * hi_p:+.0f}] | {met} |")
+        notes.append(res["busy"])
+    lines += ["", "Times: median [min–max] over rounds of fit + test wall seconds; overheads: median [min, max] of "
+              "the per-round ratios.", "", *sorted(set(n for n in notes if n))]
+    out.write_text("\n".join(lines) + "\n")
+
+
+def run(rounds: int) -> dict:
+    import time
+
+    start, t0 = machine(), time.perf_counter()
+    pool = RunPool()
+    raw: dict = {"rounds": rounds, "machine_start": start, "protocols": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, args in PROTOCOLS.items():
+            work = Path(tmp) / name.replace("/", "_").replace(" ", "").replace(",", "_")
+            work.mkdir()
+            timings = measure(contenders(args, work, pool), rounds=rounds, warmup=1)
+            raw["protocols"][name] = {"timings": {k: t.as_dict() | {"wall": t.wall} for k, t in timings.items()},
+                                      "fmt": {k: fmt_s(t) for k, t in timings.items()},
+                                      "busy": busy_note(list(timings.values()))}
+            print(name, {k: fmt_s(t) for k, t in timings.items()}, flush=True)
+    raw["machine_end"], raw["wall_s"] = machine(), time.perf_counter() - t0
+    return raw
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--out", default=str(HERE / "results" / "startup.md"))
+    p.add_argument("--render", action="store_true", help="re-render --out from its saved JSON")
+    opts = p.parse_args()
+    out = Path(opts.out)
+    saved = out.with_suffix(".json")
+    if opts.render:
+        render(json.loads(saved.read_text()), out)
+    else:
+        raw = run(opts.rounds)
+        saved.write_text(json.dumps(raw, indent=1, default=str))
+        render(raw, out)
+    print(f"written to {out}")

@@ -1,0 +1,22 @@
+"""What a worker imports once before it forks runs (:mod:`faircl.cli.workers`): the command and everything a fit and
+a test import on first use (the leakage probes' scikit-learn, the report's matplotlib, rich and pandas), so that a
+forked run imports nothing. Importing this module runs no torch code (no thread pool is started before a fork)."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot  # noqa: E402,F401
+import pandas  # noqa: E402,F401
+import rich.console  # noqa: E402,F401
+import rich.table  # noqa: E402,F401
+import sklearn.linear_model  # noqa: E402,F401
+import sklearn.pipeline  # noqa: E402,F401
+import sklearn.preprocessing  # noqa: E402,F401
+import sklearn.svm  # noqa: E402,F401
+
+import faircl.cli.app  # noqa: E402,F401
+import faircl.cli.trial  # noqa: E402,F401
+import faircl.eval.report_plot  # noqa: E402,F401

@@ -1,0 +1,51 @@
+"""Runs forked from a pre-imported worker (:mod:`faircl.cli.workers`): the exit status of each run, its log, and a
+crash or a signal that ends one run only."""
+
+from __future__ import annotations
+
+import operator
+import os
+
+import pytest
+
+from faircl.cli.workers import RunPool, needs_fresh_process
+
+
+@pytest.fixture(scope="module")
+def bare_pool():
+    return RunPool(preload=())
+
+
+def test_exit_status_crash_and_signal_end_one_run_only(bare_pool, tmp_path):
+    assert bare_pool.run(int, ("3",)) == 3
+    assert bare_pool.run(operator.truediv, (1, 0), log=tmp_path / "crash.log") == 1  # an exception: exit 1
+    assert "ZeroDivisionError" in (tmp_path / "crash.log").read_text()
+    assert bare_pool.run(os.abort) == -6  # killed by SIGABRT
+    assert bare_pool.run(int, ("0",)) == 0  # the pool still runs after all of it
+
+
+def test_runs_in_their_folder_with_their_environment(bare_pool, tmp_path):
+    (tmp_path / "here").mkdir()
+    assert bare_pool.run(os.mkdir, ("made",), cwd=tmp_path / "here") == 0
+    assert (tmp_path / "here" / "made").is_dir()
+    assert bare_pool.run(os.getenv, ("FAIRCL_T_X",), env={"FAIRCL_T_X": "7"}) == 7  # the run's value is its exit
+    assert bare_pool.run(os.getenv, ("FAIRCL_T_X",)) == 0  # unset again in the next run
+    assert "FAIRCL_T_X" not in os.environ  # the parent's environment is untouched
+
+
+@pytest.mark.slow
+def test_the_faircl_command_through_a_preloaded_pool(tmp_path):
+    from faircl.cli import main
+
+    pool = RunPool()
+    assert pool.run(main, (["configs"],), log=tmp_path / "configs.log") == 0
+    assert "confair/biased_features" in (tmp_path / "configs.log").read_text()
+    assert pool.run(main, (["fit", "--config", "no/such"],), log=tmp_path / "bad.log") == 2
+    assert "no/such" in (tmp_path / "bad.log").read_text()
+
+
+def test_multi_process_commands_need_a_fresh_process():
+    assert needs_fresh_process(["--trainer.devices", "2"]) and needs_fresh_process(["--trainer.devices=2"])
+    assert needs_fresh_process(["--trainer.strategy=ddp"]) and needs_fresh_process(["--trainer.num_nodes", "2"])
+    assert not needs_fresh_process(["--trainer.devices", "1", "--trainer.max_epochs", "2"])
+    assert not needs_fresh_process(["--config", "ce/biased_features"])
