@@ -27,7 +27,6 @@ from typing import Any
 import torch
 from lightning.pytorch.cli import LightningCLI, SaveConfigCallback, instantiate_class
 from lightning.pytorch.loggers import CSVLogger
-from lightning.pytorch.utilities.rank_zero import rank_zero_only
 
 import faircl.data
 from faircl.checkpoints import AtomicCheckpointIO, CheckpointError, FairCheckpoint, check_checkpoint
@@ -36,7 +35,7 @@ from faircl.cli.records import fit_record_of, run_record
 from faircl.cli.runs import (LINKED, UNTRAINED, CarryBest, CLIError, ConfiguredOptimizer, ResumeHint,
                              argument_leaves, check_linked, checkpoint_class, checkpoint_dict, checkpoint_epoch,
                              config_filename, config_files, epochs_trained, expand_configs, given_model_options,
-                             guard_outputs, linked_values_given, option_value, read_config, resolve_ckpt_path,
+                             guard_outputs, linked_values_given, option_value, read_config, resolve_ckpt_path, say,
                              set_argument_leaf, sets_optimizer_lr, short_name)
 from faircl.data.base import FairDataModule
 from faircl.eval.report import print_report, write_report
@@ -177,7 +176,7 @@ class FairCLI(LightningCLI):
                                "train a new model with it")
             raise CLIError(f"--ckpt_path {self.ckpt_file}: its weights do not fit the model ({shapes})")
         if self.ckpt_overrides:
-            _say("faircl: given on the command line, used instead of the checkpoint's values: " + ", ".join(
+            say("faircl: given on the command line, used instead of the checkpoint's values: " + ", ".join(
                 f"--model.init_args.{leaf} {given} (the checkpoint has {stored})"
                 for leaf, given, stored in self.ckpt_overrides))
 
@@ -290,14 +289,14 @@ class FairCLI(LightningCLI):
                 # the optimiser's learning rate and weight decay are this run's, not the ones stored with its state
                 self.trainer.callbacks.append(ConfiguredOptimizer())
                 where = self.trainer.log_dir  # a collective under DDP: every rank reads it
-                _say(f"faircl: resuming from {path} (saved in epoch {epoch}, counted from 0); this run writes to "
+                say(f"faircl: resuming from {path} (saved in epoch {epoch}, counted from 0); this run writes to "
                      f"{where}", self.trainer)
                 kwargs["ckpt_path"] = path
                 self.ckpt_used = path
             elif not self.trainer.fast_dev_run:  # a smoke run writes neither config nor checkpoints
                 where = self.trainer.log_dir
                 guard_outputs(where, (config_file, "checkpoints"), self.overwrite)
-                _say(f"faircl: fit writes to {where}", self.trainer)
+                say(f"faircl: fit writes to {where}", self.trainer)
             return kwargs
         # fast_dev_run is a smoke run: without --ckpt_path it evaluates the weights at hand.
         smoke = given is None and bool(self.trainer.fast_dev_run)
@@ -313,7 +312,7 @@ class FairCLI(LightningCLI):
         if not smoke:
             guard_outputs(self.trainer.log_dir, outputs, self.overwrite)
         which = "the current (untrained) weights" if path is None else path
-        _say(f"faircl: {subcommand} with {which}", self.trainer)
+        say(f"faircl: {subcommand} with {which}", self.trainer)
         return kwargs
 
     def before_fit(self) -> None:
@@ -340,13 +339,6 @@ class FairCLI(LightningCLI):
     def after_predict(self) -> None:
         if self.prediction_writer is not None and self.prediction_writer.written and self.trainer.is_global_zero:
             print("predictions written to " + " and ".join(str(p) for p in self.prediction_writer.written))
-
-
-# ---------------------------------------------------------------------------------------------------- helpers
-def _say(line: str, trainer: Any = None) -> None:
-    """Print a faircl note on stderr, once: from the global rank 0 of a multi-process run."""
-    if trainer.is_global_zero if trainer is not None else getattr(rank_zero_only, "rank", 0) == 0:
-        print(line, file=sys.stderr)
 
 
 # ---------------------------------------------------------------------------------------------------- names
@@ -449,7 +441,7 @@ def _model_of_checkpoint(argv: list[str], configs: list[dict[str, Any]], ckpt: s
         return argv
     wanted = _requested_model(argv, configs)
     if wanted is None:
-        _say(f"faircl: no --model given: using the checkpoint's method {short_name(stored_class)}")
+        say(f"faircl: no --model given: using the checkpoint's method {short_name(stored_class)}")
         return [*argv, "--model", stored_class]
     if short_name(wanted) != short_name(stored_class):
         raise CLIError(f"--ckpt_path {ckpt} holds a {short_name(stored_class)} model, but the method requested is "

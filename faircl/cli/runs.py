@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+from lightning.pytorch.utilities.rank_zero import rank_zero_only
 
 from faircl.checkpoints import CheckpointError, check_checkpoint, load_checkpoint
 from faircl.checkpoints import FairCheckpoint, final_stage_or_unreachable  # noqa: F401  # re-exported (moved there)
@@ -318,6 +319,12 @@ class ConfiguredOptimizer(Callback):
             groups = "" if len(said) == 1 else f" ({len(said)} values over its parameter groups)"
             print(f"faircl: the resumed optimizer trains with {said[0]}{groups}; the rest of its state is the "
                   "checkpoint's", file=sys.stderr)
+
+
+def say(line: str, trainer: Any = None) -> None:
+    """Print a faircl note on stderr, once: from the global rank 0 of a multi-process run."""
+    if trainer.is_global_zero if trainer is not None else getattr(rank_zero_only, "rank", 0) == 0:
+        print(line, file=sys.stderr)
 
 
 def argument_leaves(node: Any, prefix: str = "") -> dict[str, Any]:
