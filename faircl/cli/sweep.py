@@ -77,7 +77,12 @@ def open_storage(url: str, heartbeat: int | None = None) -> RDBStorage:
     if heartbeat:
         kwargs.update(heartbeat_interval=heartbeat, grace_period=2 * heartbeat,
                       heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=3))
-    return RDBStorage(url, **kwargs)
+    try:
+        return RDBStorage(url, **kwargs)
+    except ImportError as err:
+        cause = err.__cause__ or err
+        raise CLIError(f"--storage {_safe_url(url)}: no database driver for it ({cause}); install one and name it in "
+                       "the URL, e.g. pip install psycopg2-binary and postgresql+psycopg2://...") from None
 
 
 def _create_study(out: Path, storage_url: str, heartbeat: int, **kwargs: Any) -> optuna.Study:
@@ -327,9 +332,10 @@ def work(study: optuna.Study, worker: Worker, trials: int, heartbeat: int) -> No
 def _stored_sweep(storage_url: str, study_name: str) -> dict[str, Any] | None:
     """The sweep record stored with study ``study_name`` in a database, or ``None`` when there is no such study."""
     try:
-        return optuna.load_study(study_name=study_name, storage=storage_url).user_attrs.get("faircl_sweep")
+        study = optuna.load_study(study_name=study_name, storage=open_storage(storage_url))
     except KeyError:
         return None
+    return study.user_attrs.get("faircl_sweep")
 
 
 def _safe_url(url: str) -> str:
@@ -374,7 +380,6 @@ def sweep(argv: list[str]) -> int:
                        "choose another --out")
     storage_url = opts.storage or (saved or {}).get("storage") or f"sqlite:///{(out / 'study.db').resolve()}"
     study_name = opts.study or (saved or {}).get("study") or out.resolve().name
-    trials = opts.trials or (saved or {}).get("trials") or 20
     if saved is None and opts.resume:
         # a worker on another machine: the definition is stored with the study
         saved = _stored_sweep(storage_url, study_name) if opts.storage else None
@@ -382,6 +387,7 @@ def sweep(argv: list[str]) -> int:
             where = f"study {study_name!r} in {_safe_url(storage_url)}" if opts.storage else "sweep.json"
             raise CLIError(f"--resume: {str(out)!r} holds no sweep (no {where}); check --out, or start the sweep "
                            "without --resume")
+    trials = opts.trials or (saved or {}).get("trials") or 20  # a worker on another machine: the study's budget
     heartbeat = int((saved or {}).get("heartbeat") or opts.heartbeat or 30)
     if saved is not None and opts.heartbeat is not None and opts.heartbeat != heartbeat:
         raise CLIError(f"--heartbeat {opts.heartbeat}: the sweep in {str(out)!r} beats every {heartbeat} s (stored "

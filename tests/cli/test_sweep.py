@@ -247,6 +247,15 @@ def test_resume_refuses_a_folder_without_a_sweep_and_a_changed_heartbeat(tmp_pat
     err = capsys.readouterr().err
     assert "--heartbeat 5: the sweep in 'sw' beats every 1 s" in err and "Traceback" not in err
     assert not (tmp_path / "x.db").exists()
+    # a database URL whose driver is not installed: one line naming the URL without its password
+    import importlib.util
+
+    if importlib.util.find_spec("psycopg") is None:
+        url = "postgresql+psycopg://me:secret@127.0.0.1:9/db"
+        assert main(["sweep", "--storage", url, "--study", "s", "--resume", "--out", "elsewhere"]) == 2
+        err = capsys.readouterr().err
+        assert "--storage postgresql+psycopg://me:***@127.0.0.1:9/db: no database driver" in err
+        assert "secret" not in err and "Traceback" not in err
 
 
 @needs_cli
