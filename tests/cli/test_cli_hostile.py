@@ -132,13 +132,14 @@ def test_a_class_s_own_validation_message_is_the_one_line(in_tmp, capsys, case):
             rows = ["text,label,gender"] + [f"good day {i},0,{'MF'[i % 2]}" for i in range(n)]
             (in_tmp / name).write_text("\n".join(rows) + "\n")
         args = ["fit", "--model", "CE", "--model.encoder=bow", "--data", "TextCSV", f"--data.data_dir={in_tmp}",
-                "--data.attribute_columns=gender", "--trainer.max_epochs=1"]
+                "--data.files={train: train.csv, val: val.csv, test: test.csv}", "--data.attribute_columns=gender",
+                "--trainer.max_epochs=1"]
     assert main(args) == 2
     line = _one_line_error(capsys)
     expect = {"batch_size_0": "BiasedFeatures: batch_size must be >= 1, got 0",
               "batch_size_neg": "BiasedFeatures: batch_size must be >= 1, got -3",
               "lr_neg": "CE: lr must be > 0, got -1.0", "predict_split": "predict_split='nope'",
-              "csv_one_class": "class"}[case]
+              "csv_one_class": "CE: num_classes must be >= 2, got 1"}[case]
     assert expect in line, line
 
 
