@@ -114,6 +114,7 @@ class FairCLI(LightningCLI):
         self._check_fits_checkpoint()
 
     # ------------------------------------------------------------------ a checkpoint's hyper-parameters
+    # Private LightningCLI method (where a checkpoint's hyper-parameters enter the config): checked in Lightning 2.6.6
     def _parse_ckpt_path(self) -> None:
         """The model of a checkpoint is built with the checkpoint's hyper-parameters (``best`` / ``last`` are
         resolved to their file first), except the options given on the command line: those are kept, and
