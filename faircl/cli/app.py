@@ -114,7 +114,7 @@ class FairCLI(LightningCLI):
         self._check_fits_checkpoint()
 
     # ------------------------------------------------------------------ a checkpoint's hyper-parameters
-    # Private LightningCLI method (where a checkpoint's hyper-parameters enter the config): checked in Lightning 2.6.6
+    # Private LightningCLI method (a checkpoint's hyper-parameters enter the config): Lightning 2.5.5 (.ci/lowest), 2.6.6
     def _parse_ckpt_path(self) -> None:
         """The model of a checkpoint is built with the checkpoint's hyper-parameters (``best`` / ``last`` are
         resolved to their file first), except the options given on the command line: those are kept, and
@@ -212,7 +212,7 @@ class FairCLI(LightningCLI):
             raise self._input_error
 
     # ------------------------------------------------------------------ trainer: logger and callbacks
-    # Private LightningCLI method (no public hook sees the model first): checked in Lightning 2.5.2 (.ci/lowest), 2.6.6
+    # Private LightningCLI method (no public hook sees the model first): checked in Lightning 2.5.5 (.ci/lowest), 2.6.6
     def _instantiate_trainer(self, config: dict[str, Any], callbacks: list) -> Any:
         if config.get("logger") in (None, True):
             root = config.get("default_root_dir") or os.getcwd()
@@ -239,7 +239,7 @@ class FairCLI(LightningCLI):
         return super()._instantiate_trainer(config, callbacks)
 
     # ------------------------------------------------------------------ optimiser injection
-    # Private LightningCLI method (where --optimizer is applied): checked in Lightning 2.5.2 (.ci/lowest) and 2.6.6
+    # Private LightningCLI method (where --optimizer is applied): checked in Lightning 2.5.5 (.ci/lowest) and 2.6.6
     def _add_configure_optimizers_method_to_model(self, subcommand: str | None) -> None:
         """``--optimizer X`` (and ``--lr_scheduler Y``) replace the optimiser class, keeping the method's parameter
         groups (:meth:`FairModule.param_groups`: ``module_lrs`` / ``lr_overrides``); the base learning rate is
@@ -263,7 +263,7 @@ class FairCLI(LightningCLI):
         self.model.configure_optimizers = MethodType(fn, self.model)
 
     # ------------------------------------------------------------------ run folders and checkpoints
-    # Private LightningCLI method (no public hook sets ckpt_path): checked in Lightning 2.5.2 (.ci/lowest) and 2.6.6
+    # Private LightningCLI method (no public hook sets ckpt_path): checked in Lightning 2.5.5 (.ci/lowest) and 2.6.6
     def _prepare_subcommand_kwargs(self, subcommand: str) -> dict[str, Any]:
         kwargs = super()._prepare_subcommand_kwargs(subcommand)
         root = self.trainer.default_root_dir
