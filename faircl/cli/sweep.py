@@ -204,10 +204,16 @@ class _quiet_probe:
 
 
 class _NoInterruptTraceback(logging.Filter):
-    """Optuna logs a trial ended by Ctrl-C / SIGTERM as a failure with its traceback; the worker says it in one line."""
+    """Optuna logs a trial ended by Ctrl-C / SIGTERM as a failure, with its traceback and a second "failed with value
+    None" line; the worker says it in one line instead."""
+
+    interrupted = False
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.exc_info and isinstance(record.exc_info[1], KeyboardInterrupt))
+        if record.exc_info and isinstance(record.exc_info[1], KeyboardInterrupt):
+            self.interrupted = True
+            return False
+        return not (self.interrupted and "failed with value None" in record.getMessage())
 
 
 def preflight(definition: dict[str, Any], out: Path) -> None:
