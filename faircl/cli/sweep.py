@@ -51,6 +51,7 @@ from optuna.trial import TrialState
 from faircl.cli.app import run_cli
 from faircl.cli.names import CLIError
 from faircl.cli.search import Param, check_paths, override, parse_objectives, parse_search
+from faircl.cli.workers import RunPool, needs_fresh_process
 from faircl.data.base import FairDataModule
 from faircl.methods.base import FairModule
 
@@ -246,6 +247,8 @@ class Worker:
         self.study, self.definition, self.out, self.storage_url = study, definition, out, storage_url
         self.params = [Param.from_dict(d) for d in definition["search"]]
         self.failures, self.trials = 0, trials
+        self.fresh = needs_fresh_process(definition["fit_args"])  # else each run is forked from self.pool
+        self.pool = RunPool()
 
     def objective(self, trial: optuna.Trial) -> float | tuple[float, ...]:
         values = {p.path: p.suggest(trial) for p in self.params}
@@ -266,11 +269,15 @@ class Worker:
         for index, seed in enumerate(spec["seeds"]):
             log, proc = trial_dir / f"seed_{seed}.log", None
             try:
-                with log.open("w") as fh:
-                    proc = subprocess.Popen([sys.executable, "-m", "faircl.cli.trial", str(trial_dir), str(index)],
-                                            stdout=fh, stderr=subprocess.STDOUT,
-                                            env={**os.environ, WORKER_ENV: str(os.getpid())})
-                    code = proc.wait()
+                if self.fresh:  # a multi-process trial: Lightning's launcher re-runs the trial's command line
+                    with log.open("w") as fh:
+                        proc = subprocess.Popen([sys.executable, "-m", "faircl.cli.trial", str(trial_dir),
+                                                 str(index)], stdout=fh, stderr=subprocess.STDOUT,
+                                                env={**os.environ, WORKER_ENV: str(os.getpid())})
+                        code = proc.wait()
+                else:  # forked from the worker's pre-imported server: start-up is paid once per worker
+                    code = self.pool.run("faircl.cli.trial:pooled_seed", (str(trial_dir), index), log=log,
+                                         env={WORKER_ENV: str(os.getpid())})
             except KeyboardInterrupt:
                 if proc is not None:
                     proc.kill()

@@ -121,6 +121,16 @@ def follow_worker() -> None:
         os._exit(1)  # the worker ended before this process could follow it
 
 
+def pooled_seed(trial_dir: str, index: int) -> int:
+    """:func:`run_seed` in a child of the sweep worker's fork server (:class:`faircl.cli.workers.RunPool`): it ends
+    with the server, which ends with the worker."""
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError, TypeError):  # not Linux
+        pass
+    return run_seed(Path(trial_dir), index)
+
+
 def main(argv: list[str] | None = None) -> int:
     follow_worker()
     args = list(sys.argv[1:] if argv is None else argv)

@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import os
 import signal
@@ -42,7 +43,15 @@ def needs_fresh_process(args: Sequence[str]) -> bool:
     return "strategy" in text and "ddp" in text
 
 
-def _child(target: Callable[..., Any], args: tuple, log: str | None, cwd: str | None,
+def _resolve(target: Callable[..., Any] | str) -> Callable[..., Any]:
+    """A callable, or ``"module:function"`` imported here (in the child)."""
+    if callable(target):
+        return target
+    module, _, name = str(target).partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _child(target: Callable[..., Any] | str, args: tuple, log: str | None, cwd: str | None,
            env: Mapping[str, str] | None) -> None:
     if log is not None:
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -56,7 +65,7 @@ def _child(target: Callable[..., Any], args: tuple, log: str | None, cwd: str | 
     if env:
         os.environ.update(env)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    code = target(*args)
+    code = _resolve(target)(*args)
     sys.stdout.flush()
     sys.stderr.flush()
     sys.exit(int(code or 0))
@@ -74,11 +83,12 @@ class RunPool:
         self.context.set_forkserver_preload(list(preload))
         self.current: Any = None
 
-    def run(self, target: Callable[..., Any], args: tuple = (), log: str | Path | None = None,
+    def run(self, target: Callable[..., Any] | str, args: tuple = (), log: str | Path | None = None,
             cwd: str | Path | None = None, env: Mapping[str, str] | None = None) -> int:
         """Run ``target(*args)`` in a forked child and wait for it; returns its exit status (``target``'s return
-        value, 1 for an uncaught exception, ``-N`` when signal ``N`` ended it). ``target`` must be importable by
-        name (a module-level function). A ``KeyboardInterrupt`` while waiting kills the child and is re-raised."""
+        value, 1 for an uncaught exception, ``-N`` when signal ``N`` ended it). ``target`` is a module-level function
+        or its name, ``"module:function"`` (imported in the child). A ``KeyboardInterrupt`` while waiting kills the
+        child and is re-raised."""
         proc = self.context.Process(target=_child, args=(target, tuple(args), None if log is None else str(log),
                                                           None if cwd is None else str(cwd), dict(env or {})),
                                     daemon=False)

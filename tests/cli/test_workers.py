@@ -49,3 +49,8 @@ def test_multi_process_commands_need_a_fresh_process():
     assert needs_fresh_process(["--trainer.strategy=ddp"]) and needs_fresh_process(["--trainer.num_nodes", "2"])
     assert not needs_fresh_process(["--trainer.devices", "1", "--trainer.max_epochs", "2"])
     assert not needs_fresh_process(["--config", "ce/biased_features"])
+
+
+def test_a_target_given_by_name_is_imported_in_the_child(bare_pool):
+    assert bare_pool.run("operator:add", (2, 3)) == 5
+    assert bare_pool.run("no_such_module_here:f") == 1
