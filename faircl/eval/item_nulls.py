@@ -117,7 +117,7 @@ def binomial_preference_null(preferred, level: float = 0.95, n_bootstrap: int = 
     if n_bootstrap:
         w = stratified_weights(np.zeros(n), n_bootstrap, np.random.default_rng(seed))
         lo, hi = _interval(preference_deviation(x, w))
-    return BiasTest(observed, q, float((pmf * dev).sum()), min(p, 1.0), lo, hi, split)
+    return BiasTest(observed, q, float((pmf * dev).sum()), min(p, 1.0), lo, hi, split, 1 - level)
 
 
 # ------------------------------------------------------------------------------------------ SEAT
@@ -222,7 +222,7 @@ def seat_permutation_null(tests: Sequence[SeatItems], n_permutations: int = 1000
     if n_bootstrap:
         lo, hi = _interval(seat_mean_abs_effect(tests, stratified_weights(seat_units(tests), n_bootstrap, rng)))
     return BiasTest(observed, float(np.nanquantile(null, level)), float(np.nanmean(null)), _p_value(null, observed),
-                    lo, hi, split)
+                    lo, hi, split, 1 - level)
 
 
 # ------------------------------------------------------------------------------------------ retrieval shares
@@ -301,7 +301,7 @@ def grouped_label_null(male, female, cells: Sequence[Sequence[tuple[str, int]]],
     if n_bootstrap:
         lo, hi = _interval(share_deviation(m_obs, f_obs, strata, stratified_weights(strata, n_bootstrap, rng)))
     return BiasTest(observed, float(np.nanquantile(null, level)), float(np.nanmean(null)), _p_value(null, observed),
-                    lo, hi, split)
+                    lo, hi, split, 1 - level)
 
 
 # ------------------------------------------------------------------------------------------ paired change
