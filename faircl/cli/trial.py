@@ -19,6 +19,7 @@ import os
 import re
 import signal
 import sys
+import traceback
 import warnings
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ import torch
 from optuna_integration import PyTorchLightningPruningCallback
 
 from faircl.cli.app import run_cli
+from faircl.cli.command import is_usage_error, user_message
 from faircl.cli.sweep import PRUNED_EXIT, WORKER_ENV, build_pruner, open_storage
 
 #: trainer arguments of the test run: one process reads the whole test split
@@ -128,7 +130,20 @@ def pooled_seed(trial_dir: str, index: int) -> int:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)
     except (OSError, AttributeError, TypeError):  # not Linux
         pass
-    return run_seed(Path(trial_dir), index)
+    return _reasoned(Path(trial_dir), index)
+
+
+def _reasoned(trial_dir: Path, index: int) -> int:
+    """:func:`run_seed`; a user error (a searched value the method refuses) ends the seed's log with its one-line
+    reason after the traceback, which is the line the sweep quotes, and exit status 2."""
+    try:
+        return run_seed(trial_dir, index)
+    except Exception as err:
+        if not is_usage_error(err):
+            raise
+        traceback.print_exc()
+        print(f"faircl: error: {user_message(err)}", file=sys.stderr, flush=True)
+        return 2
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 2:
         print("usage: python -m faircl.cli.trial TRIAL_DIR SEED_INDEX (started by `faircl sweep`)", file=sys.stderr)
         return 2
-    return run_seed(Path(args[0]), int(args[1]))
+    return _reasoned(Path(args[0]), int(args[1]))
 
 
 if __name__ == "__main__":

@@ -54,3 +54,21 @@ def test_multi_process_commands_need_a_fresh_process():
 def test_a_target_given_by_name_is_imported_in_the_child(bare_pool):
     assert bare_pool.run("operator:add", (2, 3)) == 5
     assert bare_pool.run("no_such_module_here:f") == 1
+
+
+@pytest.mark.slow
+def test_a_trial_seed_the_method_refuses_ends_its_log_with_the_reason(tmp_path):
+    """A searched value that only a trial meets (the sweep's pre-check passed another): exit 2 and the one-line
+    reason as the log's last line, which is the line the sweep quotes."""
+    import json
+
+    from faircl.cli import trial
+
+    spec = {"fit_args": ["--config", "confair/biased_features", "--model.temperature=-1", "--trainer.max_epochs=1"],
+            "seeds": [0], "storage": "", "study": "", "trial_id": 0, "trial": 0, "prune": None, "pruner": "none"}
+    (tmp_path / "trial_spec.json").write_text(json.dumps(spec))
+    pool = RunPool(preload=())
+    log = tmp_path / "seed_0.log"
+    assert pool.run("faircl.cli.trial:pooled_seed", (str(tmp_path), 0), log=log) == 2
+    assert log.read_text().strip().splitlines()[-1] == "faircl: error: ConFair: temperature must be > 0, got -1.0"
+    assert trial.PRUNED_EXIT != 2
