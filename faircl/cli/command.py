@@ -15,6 +15,7 @@ import importlib.util
 import errno
 import os
 import re
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -118,6 +119,7 @@ def _train(argv: list[str]) -> None:
         said = interruption()
         if said is None:
             raise
+        _restore_ctrl_c()
         raise KeyboardInterrupt(said) from None
     finally:
         sys.argv = saved
@@ -132,6 +134,15 @@ _DENIED = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 def _is_denied(err: BaseException) -> bool:
     return isinstance(err, PermissionError) or (isinstance(err, OSError) and err.errno in _DENIED)
+
+
+def _restore_ctrl_c() -> None:
+    """Give Ctrl-C back: Lightning ignores SIGINT for the rest of the process after its graceful shutdown, which would
+    leave a notebook (or any caller of :func:`main`) and every process it starts later unable to be interrupted."""
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    except ValueError:  # not the main thread: signal handlers belong to the main thread
+        pass
 
 
 def is_usage_error(err: BaseException) -> bool:

@@ -225,15 +225,23 @@ def test_a_plain_trainer_fit_does_not_announce_faircl_s_checkpoint_policy(tmp_pa
 def test_sigint_during_fit_exits_130_with_how_to_resume(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
     args = [a for a in TINY if not a.startswith("--data.n_train")] + ["--data.n_train=1024"]
+    # Ctrl-C as a terminal gives it: the default disposition (a process that ignores SIGINT passes that on to the
+    # processes it starts, and Lightning ignores it after an interrupted run in this test process)
     proc = subprocess.Popen([sys.executable, "-m", "faircl.cli", "fit", "--model", "CE", *args,
                              "--trainer.max_epochs=100000"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 240
-    while not list(tmp_path.rglob("last.ckpt")) and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.5)
-    assert proc.poll() is None, proc.communicate()[1]
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 240
+        while not list(tmp_path.rglob("last.ckpt")) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.5)
+        assert proc.poll() is None, proc.communicate()[1]
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:  # never leave a 100,000-epoch fit running
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 130, err
     assert "faircl: interrupted; resume the run with the same command and --ckpt_path last" in err
     assert "Traceback" not in err
@@ -262,3 +270,23 @@ def test_findml_and_configs_help(capsys):
     out = capsys.readouterr().out
     assert out.startswith("usage: faircl configs") and "\nadversarial/" not in out and len(out.splitlines()) <= 4
     assert main(["configs"]) == 0 and "confair/biased_features" in capsys.readouterr().out.split()
+
+
+def test_an_interrupted_run_gives_ctrl_c_back_to_the_caller(monkeypatch):
+    """Lightning ignores SIGINT after its graceful shutdown; ``main`` restores it, so a notebook (and every process
+    it starts later) can still be interrupted."""
+    import faircl.cli.app as app
+    import faircl.cli.runs as runs
+
+    def interrupted_fit(args):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # what Lightning's shutdown leaves behind
+        raise SystemExit(1)
+
+    previous = signal.getsignal(signal.SIGINT)
+    monkeypatch.setattr(app, "run_cli", interrupted_fit)
+    monkeypatch.setattr(runs, "interruption", lambda: "resume with --ckpt_path last")
+    try:
+        assert main(["fit", "--model", "CE", "--data", "BiasedFeatures"]) == 130
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
