@@ -254,7 +254,7 @@ def _baseline_md(baseline: Setting, labels: dict[str, str], varied: list[str], c
     rows = sum(result.from_rows)
     lines += ["", "## Verdicts\n",
               f"{rows} of {len(result.verdicts)} claims decided from per-row predictions (the baseline's bias tested "
-              "against the attribute-permutation null on test and validation, the seeds × rows bootstrap, Holm over "
+              "against the attribute-permutation null over the test and validation rows, the seeds × rows bootstrap, Holm over "
               "all claims below); the others from per-seed summary numbers, their bias not checked.\n",
               *VERDICT_HEADER, *[verdict_row(v) for v in result.verdicts]]
     return "\n".join(lines) + "\n"

@@ -4,8 +4,8 @@ cost", decided by :mod:`faircl.eval.compare` exactly as the benchmarks decide th
 Runs are paired by the seed of the fit that made their checkpoint. Where both sides kept their per-row predictions
 (``rows.npz``, :mod:`faircl.eval.rows`) on the same test rows, a claim is built from the rows
 (:func:`faircl.eval.compare.claim_from_predictions`): the baseline's gap is tested against the attribute-permutation
-null on the test **and** the validation split, the paired effect uses the seeds × rows bootstrap, both models are
-checked for degenerate seeds. A leakage claim (optional) tests the baseline's leakage against the majority-group rate
+null over the test and the validation rows (one pooled test, exact at its level), the paired effect uses the seeds ×
+rows bootstrap, both models are checked for degenerate seeds. Gaps recomputed from rows: :data:`ROW_GAPS`. A leakage claim (optional) tests the baseline's leakage against the majority-group rate
 on both splits (:func:`faircl.eval.compare.leakage_bias_tests`) and pairs the seeds' leakage. Every claim of one
 comparison forms one Holm family.
 
@@ -24,13 +24,16 @@ from typing import Any
 
 import numpy as np
 
-from faircl.eval.compare import (ClaimEvidence, SplitPredictions, Verdict, claim_from_predictions, decide,
-                                 degenerate_by_seed, leakage_bias_tests, paired_bootstrap, paired_seed_comparison)
+from faircl.eval.compare import (GAP_METRICS, ClaimEvidence, SplitPredictions, Verdict, claim_from_predictions,
+                                 decide, degenerate_by_seed, leakage_bias_tests, paired_bootstrap,
+                                 paired_seed_comparison)
 from faircl.eval.rows import leakage_of, read_rows
 
-__all__ = ["BaselineResult", "NOT_CHECKED", "compare_to_baseline", "leakage_claim"]
+__all__ = ["BaselineResult", "NOT_CHECKED", "ROW_GAPS", "compare_to_baseline", "leakage_claim"]
 
 NOT_CHECKED = "bias not checked (no per-row predictions: re-run `faircl test` on these checkpoints)"
+#: the gaps a claim can be decided from rows for (the others fall back to summary numbers, bias not checked)
+ROW_GAPS = tuple(g for g in GAP_METRICS if g not in ("accuracy", "balanced_accuracy"))
 
 
 @dataclass
@@ -128,7 +131,7 @@ def compare_to_baseline(baseline: Any, settings: Sequence[Any], metrics: Sequenc
             if all(map(math.isfinite, vb + vm)):
                 diffs[s.name][metric] = paired_seed_comparison(vb, vm)
         claim = f"{name_of(s.name, s.name)} lowers {gap} vs {name_of(baseline.name, baseline.name)}"
-        b_rows, m_rows = _load(b_runs), _load(m_runs)
+        b_rows, m_rows = (_load(b_runs), _load(m_runs)) if gap in ROW_GAPS else (None, None)
         if b_rows is not None and m_rows is not None:
             who = [r.path for r in b_runs + m_runs]
             _same_rows(b_rows + m_rows, "test", who)
@@ -157,11 +160,13 @@ def compare_to_baseline(baseline: Any, settings: Sequence[Any], metrics: Sequenc
             claims.append(ClaimEvidence(claim, diffs[s.name][gap], diffs[s.name][utility], paper_effect))
             from_rows.append(False)
     verdicts = decide(claims, alpha=alpha, margin=margin) if claims else []
-    verdicts = [v if rows else _not_checked(v) for v, rows in zip(verdicts, from_rows)]
+    verdicts = [v if rows else _not_checked(v, gap) for v, rows in zip(verdicts, from_rows)]
     return BaselineResult(diffs, verdicts, seeds, from_rows)
 
 
-def _not_checked(v: Verdict) -> Verdict:
+def _not_checked(v: Verdict, gap: str) -> Verdict:
     """A verdict decided without the baseline's bias test: never a bare "holds"."""
     word = "inconclusive" if v.verdict == "holds" else v.verdict
-    return replace(v, verdict=word, reason=f"{NOT_CHECKED}; {v.reason}")
+    why = NOT_CHECKED if gap in ROW_GAPS else (f"bias not checked ({gap} is not recomputed from rows; the rows' gaps "
+                                                f"are {', '.join(ROW_GAPS)})")
+    return replace(v, verdict=word, reason=f"{why}; {v.reason}")

@@ -146,3 +146,16 @@ def test_bad_options_are_one_line_errors_and_unpaired_settings_are_said(planted,
                  "--baseline", "CE"]) == 0
     out = capsys.readouterr().out
     assert "no claim for Mine lr=0.5: no fit seed shared with the baseline (seeds 1, 2, 3, 4)" in out
+
+
+def test_a_gap_the_rows_do_not_recompute_says_so(planted, tmp_path, monkeypatch):
+    root, _ = planted
+    monkeypatch.chdir(root)
+    for rep in list((root / "CE").rglob("report.json")) + list((root / "Mine").rglob("report.json")):
+        data = json.loads(rep.read_text())
+        data["metrics"].setdefault("dp_gap", 0.2 if "CE" in str(rep) else 0.1)
+        rep.write_text(json.dumps(data))
+    assert main(["compare", "CE", "Mine", "--out", str(tmp_path / "dp"), "--baseline", "CE", "--gap", "dp_gap"]) == 0
+    (v,) = json.loads((tmp_path / "dp" / "compare.json").read_text())["baseline"]["verdicts"]
+    assert not v["from_rows"] and v["verdict"] != "holds"
+    assert v["reason"].startswith("bias not checked (dp_gap is not recomputed from rows")
