@@ -1,6 +1,7 @@
 """Runs whose process start-up is paid once per worker: each run is a process forked from a server that has already
 imported torch, Lightning and faircl (:mod:`multiprocessing`'s ``forkserver``), so a crash in one run ends that run
-only, and a run starts in milliseconds instead of the ~8 s those imports take on a small machine.
+only, and a run starts in milliseconds instead of the ~8 s those imports take on a small machine. A run ends with
+the process that started it (a killed sweep or bench leaves no run writing into its folders).
 
 The server is single-threaded and runs no torch code before it forks, so the children start with clean thread pools
 (no OpenMP state inherited). A child's output goes to its log file; its exit status is the run's (a negative status:
@@ -18,8 +19,11 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import os
+import select
 import signal
 import sys
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -51,8 +55,38 @@ def _resolve(target: Callable[..., Any] | str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), name)
 
 
+def _follow(owner: int) -> None:
+    """End this process (SIGKILL) as soon as process ``owner`` ends. The fork server cannot do it: every child holds
+    a copy of the server's keep-alive pipe, so a killed owner leaves the server, and a run under way, alive."""
+    def watch() -> None:
+        try:
+            fd = os.pidfd_open(owner)
+        except (AttributeError, OSError):  # not Linux >= 5.3: poll
+            fd = None
+        if fd is not None:
+            select.select([fd], [], [])
+        else:
+            while True:
+                try:
+                    os.kill(owner, 0)
+                except ProcessLookupError:
+                    break
+                except PermissionError:
+                    pass
+                time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    try:
+        os.kill(owner, 0)
+    except ProcessLookupError:
+        os.kill(os.getpid(), signal.SIGKILL)
+    threading.Thread(target=watch, name="faircl-follow-owner", daemon=True).start()
+
+
 def _child(target: Callable[..., Any] | str, args: tuple, log: str | None, cwd: str | None,
-           env: Mapping[str, str] | None) -> None:
+           env: Mapping[str, str] | None, owner: int | None = None) -> None:
+    if owner is not None:
+        _follow(owner)
     if log is not None:
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         sys.stdout.flush()
@@ -90,7 +124,8 @@ class RunPool:
         or its name, ``"module:function"`` (imported in the child). A ``KeyboardInterrupt`` while waiting kills the
         child and is re-raised."""
         proc = self.context.Process(target=_child, args=(target, tuple(args), None if log is None else str(log),
-                                                          None if cwd is None else str(cwd), dict(env or {})),
+                                                          None if cwd is None else str(cwd), dict(env or {}),
+                                                          os.getpid()),
                                     daemon=False)
         self.current = proc
         proc.start()

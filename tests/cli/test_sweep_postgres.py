@@ -132,11 +132,16 @@ def test_two_workers_on_postgres_one_killed_and_a_resume_finishes_the_budget(pos
         if len(specs) >= 2:
             break
         time.sleep(0.2)
-    time.sleep(1.0)
+    # a forked trial takes about a second here: kill as soon as its folder exists, before it can finish
     killed = sorted((tmp_path / "a" / "trials").glob("trial_*/trial_spec.json"))[-1].parent.name
+    finished_before = (tmp_path / "a" / "trials" / killed / "seed_0" / "result.json").exists()
     os.kill(first.pid, signal.SIGKILL)
     logs["a"] = first.communicate()[1]
     assert first.returncode == -signal.SIGKILL, "machine A finished before it could be killed"
+    assert not finished_before, "machine A's second trial finished before the kill: the test could not kill it"
+    time.sleep(5.0)  # the killed worker's forked run must end with it, not finish the trial unseen
+    assert not (tmp_path / "a" / "trials" / killed / "seed_0" / "result.json").exists(), \
+        "the run of the killed worker's trial went on after its worker was killed"
     # machine A comes back at once: its sweep.json names the database
     resumed = _start("sweep", "--out", "a", "--resume", cwd=tmp_path)
     logs["b"], logs["a2"] = _finish(second), _finish(resumed)

@@ -72,3 +72,53 @@ def test_a_trial_seed_the_method_refuses_ends_its_log_with_the_reason(tmp_path):
     assert pool.run("faircl.cli.trial:pooled_seed", (str(tmp_path), 0), log=log) == 2
     assert log.read_text().strip().splitlines()[-1] == "faircl: error: ConFair: temperature must be > 0, got -1.0"
     assert trial.PRUNED_EXIT != 2
+
+
+_OWNER = """
+import sys, time
+from faircl.cli.workers import RunPool
+RunPool(preload=()).run("time:sleep", (60,))
+"""
+
+
+def test_a_run_ends_when_the_process_that_started_it_is_killed(tmp_path):
+    """The fork server outlives a killed owner (its children hold its keep-alive pipe): the run must not."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    owner = subprocess.Popen([sys.executable, "-c", _OWNER])
+    try:
+        deadline, runs = time.time() + 60, []
+        while time.time() < deadline and not runs:  # owner -> fork server -> the run (sleep 60)
+            out = subprocess.run(["pgrep", "-f", "multiprocessing.forkserver"], capture_output=True, text=True).stdout
+            servers = [int(p) for p in out.split()]
+            kids = [subprocess.run(["pgrep", "-P", str(s)], capture_output=True, text=True).stdout.split()
+                    for s in servers if _parent(s) == owner.pid]
+            runs = [int(k) for ks in kids for k in ks]
+            time.sleep(0.2)
+        assert runs, "the run did not start"
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+        deadline = time.time() + 20
+        while time.time() < deadline and any(_alive(r) for r in runs):
+            time.sleep(0.1)
+        assert not any(_alive(r) for r in runs), "the run went on after the process that started it was killed"
+    finally:
+        owner.kill()
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
