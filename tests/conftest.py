@@ -69,8 +69,21 @@ def spawn_ddp() -> Callable[..., None]:
     """``spawn_ddp(worker, *args, nprocs=2)``: run ``worker(rank, port, *args)`` in ``nprocs`` spawned processes
     (``port``: a free port for ``init_process_group``) and wait for them."""
     def run(worker: Callable[..., None], *args, nprocs: int = 2) -> None:
-        mp.spawn(worker, args=(_free_port(), *args), nprocs=nprocs, join=True)
+        for attempt in range(3):
+            try:
+                mp.spawn(worker, args=(_free_port(), *args), nprocs=nprocs, join=True)
+                return
+            except mp.ProcessRaisedException as err:  # the port was free when drawn, not when the store bound it
+                if attempt == 2 or not _port_taken(str(err)):
+                    raise
     return run
+
+
+def _port_taken(message: str) -> bool:
+    """Whether a rank failed because the rendezvous port was taken meanwhile (another process bound it)."""
+    text = message.lower()
+    return any(s in text for s in ("address already in use", "eaddrinuse", "errno 98", "connection refused",
+                                   "socket timeout"))
 
 
 @pytest.fixture(scope="session")
