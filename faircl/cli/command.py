@@ -26,7 +26,7 @@ from faircl.cli.names import CLIError, expand_configs, option_value, shipped_con
 TRAINING = ("fit", "validate", "test", "predict")
 #: sub-commands served by their own module ``faircl.cli.<name>``, whose function ``<name>(argv) -> int`` parses its
 #: own arguments (dispatched when the module is installed)
-TOOLS = ("sweep", "compare")
+TOOLS = ("sweep", "compare", "bench")
 
 HELP = f"""usage: faircl <command> [options]      (faircl {__version__})
 
@@ -43,6 +43,7 @@ commands:
   findml     finDML representation report of a checkpoint (--ckpt FILE --config NAME)
   sweep      hyper-parameter search with Optuna, every trial a fit + test (--search PATH=RANGE --objectives ...)
   compare    tables, model selection, Pareto front and baseline verdicts over runs and sweeps (--out DIR)
+  bench      a method (built in or your own class) through a suite of protocols, with verdicts (--list)
 
 options:
   -h, --help     show this message (`faircl <command> --help`: the options of that command)
@@ -240,7 +241,7 @@ def main(args: list[str] | None = None) -> int:
             return int(tool([a for a in argv[1:] if a != "--debug"]) or 0)
         else:
             raise CLIError(f"unknown command {command!r}; choose one of fit, validate, test, predict, configs, "
-                           "export, findml, sweep, compare (faircl --help)")
+                           "export, findml, sweep, compare, bench (faircl --help)")
     except SystemExit as exc:  # --help, --print_config and the argument errors of a parser
         code = exc.code
         if isinstance(code, str):

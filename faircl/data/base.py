@@ -243,6 +243,14 @@ class FairDataset(Dataset):
         )
 
 
+def permute_attributes(splits: dict[str, FairDataset]) -> None:
+    """Replace each split's attribute by a permutation of itself drawn from a fixed generator (one per split name),
+    in place: group sizes (unknown ``-1`` included) stay, any association with ``x`` and ``y`` goes."""
+    for name, ds in splits.items():
+        gen = torch.Generator().manual_seed(0x5EED + sum(map(ord, name)))
+        ds.a = ds.a[torch.randperm(len(ds.a), generator=gen)]
+
+
 class FairDataModule(L.LightningDataModule):
     """Base DataModule: loads splits, validates them, reports group counts and builds group-aware loaders.
 
@@ -258,6 +266,9 @@ class FairDataModule(L.LightningDataModule):
         seed: seeds data generation, shuffling and samplers.
         eval_batch_size: batch size for val/test/predict (default ``batch_size``).
         predict_split: the split ``predict`` runs on: ``train`` | ``val`` | ``test`` (un-augmented, in row order).
+        permute_attribute: a control: replace the attribute of every split by a fixed random permutation of itself
+            (the same for every ``seed``), which keeps the group sizes and removes any tie to ``x`` and ``y``. A
+            fairness claim on it has no bias to remove and must read "untestable".
     """
 
     #: set by subclasses (or in ``load_splits``)
@@ -275,6 +286,7 @@ class FairDataModule(L.LightningDataModule):
         seed: int = 0,
         eval_batch_size: int | None = None,
         predict_split: str = "test",
+        permute_attribute: bool = False,
     ) -> None:
         super().__init__()
         if sampler not in SAMPLERS:
@@ -286,6 +298,7 @@ class FairDataModule(L.LightningDataModule):
         if predict_split not in SPLITS:
             raise ValueError(f"predict_split={predict_split!r} is not one of {SPLITS}")
         self.predict_split = predict_split
+        self.permute_attribute = bool(permute_attribute)
         self.batch_size = batch_size
         self.num_workers = num_workers
         self.sampler = sampler
@@ -331,6 +344,8 @@ class FairDataModule(L.LightningDataModule):
                         "directory and the split options"
                     )
                 ds.check_finite(name)
+            if self.permute_attribute:
+                permute_attributes(splits)
             if self.two_views:
                 vt = self.view_transform()
                 if vt is None:

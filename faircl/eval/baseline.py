@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from faircl.eval.compare import (GAP_METRICS, ClaimEvidence, SplitPredictions, V
                                  paired_seed_comparison)
 from faircl.eval.rows import leakage_of, read_rows
 
-__all__ = ["BaselineResult", "NOT_CHECKED", "ROW_GAPS", "compare_to_baseline", "leakage_claim"]
+__all__ = ["BaselineResult", "NOT_CHECKED", "ROW_GAPS", "compare_to_baseline", "decide_family", "leakage_claim"]
 
 NOT_CHECKED = "bias not checked (no per-row predictions: re-run `faircl test` on these checkpoints)"
 #: the gaps a claim can be decided from rows for (the others fall back to summary numbers, bias not checked)
@@ -45,6 +45,7 @@ class BaselineResult:
     verdicts: list[Verdict]
     seeds: dict[str, list[Any]]
     from_rows: list[bool]
+    evidence: list[ClaimEvidence] = field(default_factory=list)  # what the verdicts were decided from
 
 
 def leakage_claim(name: str, baseline_test: SplitPredictions, method_test: SplitPredictions,
@@ -159,9 +160,32 @@ def compare_to_baseline(baseline: Any, settings: Sequence[Any], metrics: Sequenc
         elif gap in diffs[s.name] and utility in diffs[s.name]:
             claims.append(ClaimEvidence(claim, diffs[s.name][gap], diffs[s.name][utility], paper_effect))
             from_rows.append(False)
-    verdicts = decide(claims, alpha=alpha, margin=margin) if claims else []
-    verdicts = [v if rows else _not_checked(v, gap) for v, rows in zip(verdicts, from_rows)]
-    return BaselineResult(diffs, verdicts, seeds, from_rows)
+    result = BaselineResult(diffs, [], seeds, from_rows, claims)
+    result.verdicts = decide_family([result], alpha=alpha, margin=margin, gaps=[gap])[0] if claims else []
+    return result
+
+
+def decide_family(results: Sequence[BaselineResult], alpha: float = 0.05, margin: float = 0.02,
+                  gaps: Sequence[str] | None = None, margins: Sequence[float] | None = None
+                  ) -> list[list[Verdict]]:
+    """Decide the claims of several comparisons as one Holm family (one results file); returns each comparison's
+    verdicts. ``gaps``: each comparison's gap (for the "bias not checked" reasons); ``margins``: a utility margin
+    per comparison (default ``margin``)."""
+    claims = [c for r in results for c in r.evidence]
+    if not claims:
+        return [[] for _ in results]
+    per_claim = [m for r, m in zip(results, margins or [margin] * len(results)) for _ in r.evidence]
+    if len(set(per_claim)) == 1:
+        decided = decide(claims, alpha=alpha, margin=per_claim[0])
+    else:  # the Holm step is over all p-values; each claim's utility test uses its own margin
+        decided = [decide(claims, alpha=alpha, margin=m)[i] for i, m in enumerate(per_claim)]
+    out, i = [], 0
+    for k, r in enumerate(results):
+        gap = (gaps or [""] * len(results))[k]
+        part = decided[i:i + len(r.evidence)]
+        out.append([v if rows else _not_checked(v, gap) for v, rows in zip(part, r.from_rows)])
+        i += len(r.evidence)
+    return out
 
 
 def _not_checked(v: Verdict, gap: str) -> Verdict:

@@ -1,0 +1,206 @@
+"""Verdicts of a benchmark and its files: every claim of every protocol decided from the runs' per-row predictions by
+:func:`faircl.eval.baseline.compare_to_baseline` (the code path of ``faircl compare --baseline``), all claims of one
+bench forming one Holm family; ``results.md`` (verdicts first), ``results.csv`` and ``tradeoff.png``."""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from faircl.bench.runner import RunTask
+from faircl.bench.spec import Claim, Protocol
+
+__all__ = ["ClaimRow", "decide_bench", "write_results"]
+
+METRICS = ("accuracy", "balanced_accuracy", "tpr_gap_rms", "tpr_gap_max", "dp_gap", "leakage_h")
+
+
+@dataclass
+class ClaimRow:
+    """One decided claim of the results table."""
+
+    protocol: str
+    control: bool
+    claim: str
+    gap: str
+    baseline: str
+    method: str
+    seeds: list[int]
+    baseline_gap: float
+    method_gap: float
+    baseline_utility: float
+    method_utility: float
+    verdict: Any = None  # faircl.eval.compare.Verdict
+    from_rows: bool = True
+    wall_s: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _runs(tasks: list[RunTask]) -> list[Any]:
+    from faircl.cli.compare import read_run
+
+    out = []
+    for t in tasks:
+        if not t.done:
+            continue
+        run = read_run(t.folder / t.record()["report"])
+        if run is not None:
+            out.append(run)
+    return out
+
+
+def _mean(runs: list[Any], metric: str) -> float:
+    vals = [r.test.get(metric, math.nan) for r in runs]
+    return float(sum(vals) / len(vals)) if vals else math.nan
+
+
+def decide_bench(protocols: list[Protocol], tasks: dict[str, list[RunTask]], method_label: str, alpha: float = 0.05,
+                 n_permutations: int = 1000, n_bootstrap: int = 2000) -> list[ClaimRow]:
+    """The verdict of every claim of every protocol (one Holm family over all of them)."""
+    from faircl.eval.baseline import compare_to_baseline, decide_family
+    from faircl.eval.tradeoff import Setting
+
+    rows: list[ClaimRow] = []
+    results, gaps, margins = [], [], []
+    for p in protocols:
+        ts = tasks.get(p.name, [])
+        method_tasks = [t for t in ts if not t.baseline]
+        method = Setting(method_label, {}, _runs(method_tasks))
+        if not method.runs:
+            continue
+        for claim in p.claims:
+            base_tasks = [t for t in ts if t.baseline and t.setting == claim.baseline]
+            base = Setting(claim.baseline, {}, _runs(base_tasks))
+            if not base.runs:
+                continue
+            result = compare_to_baseline(
+                base, [method], list(METRICS), claim.gap, {}, utility=claim.utility, margin=claim.margin,
+                alpha=alpha, paper_effect=claim.paper_effect, leakage=claim.leakage,
+                leakage_paper_effect=claim.leakage_paper_effect, n_bootstrap=n_bootstrap,
+                n_permutations=n_permutations)
+            seeds = [int(s) for s in result.seeds.get(method_label, [])]
+            shared_b = [r for r in base.runs if r.seed in seeds]
+            shared_m = [r for r in method.runs if r.seed in seeds]
+            wall = sum(t.record().get("wall_s", 0.0) for t in method_tasks if t.done)
+            names = [claim.gap] + (["leakage_h"] if claim.leakage and len(result.evidence) > 1 else [])
+            for k, gap in enumerate(names[:len(result.evidence)]):
+                rows.append(ClaimRow(p.name, p.control, "", gap, claim.baseline, method_label, seeds,
+                                     _mean(shared_b, gap), _mean(shared_m, gap), _mean(shared_b, claim.utility),
+                                     _mean(shared_m, claim.utility), None, result.from_rows[k], wall,
+                                     {"paper": p.paper, "utility": claim.utility}))
+            results.append(result)
+            gaps.append(claim.gap)
+            margins.append(claim.margin)
+    verdicts = [v for vs in decide_family(results, alpha=alpha, gaps=gaps, margins=margins) for v in vs]
+    for row, v in zip(rows, verdicts):
+        row.verdict, row.claim = v, v.name
+    return rows
+
+
+def _pct(x: float, signed: bool = False) -> str:
+    if x is None or not math.isfinite(x):
+        return "—"
+    return f"{100 * x:+.1f}" if signed else f"{100 * x:.1f}"
+
+
+def _ci(e: Any) -> str:
+    if e is None:
+        return "—"
+    lo = "−∞" if not math.isfinite(e.lo) else f"{100 * e.lo:+.1f}"
+    hi = "+∞" if not math.isfinite(e.hi) else f"{100 * e.hi:+.1f}"
+    return f"{_pct(e.mean, True)} [{lo}, {hi}]"
+
+
+def _bias(v: Any) -> str:
+    if not v.bias:
+        return "not checked"
+    return "; ".join(f"{b.split} {100 * b.observed:.1f} vs null q95 {100 * b.null_q95:.1f} (p {b.p_value:.3g})"
+                     for b in v.bias)
+
+
+HEADER = ["protocol", "claim", "verdict", "baseline gap", "method gap", "Δgap [95% CI]", "paper Δgap",
+          "Δutility [95% CI]", "baseline bias vs null", "p (Holm)", "seeds", "reason"]
+
+
+def _cells(r: ClaimRow) -> list[str]:
+    v = r.verdict
+    paper = "—" if v.paper_effect is None else _pct(v.paper_effect, True)
+    return [r.protocol + (" (control)" if r.control else ""), r.claim, f"**{v.verdict}**", _pct(r.baseline_gap),
+            _pct(r.method_gap), _ci(v.effect), paper, _ci(v.utility), _bias(v),
+            f"{v.p_holm:.3g}" if math.isfinite(v.p_holm) else "—", str(len(r.seeds)), v.reason]
+
+
+def write_results(out: Path, rows: list[ClaimRow], skipped: list[tuple[str, str]], header: list[str],
+                  failures: list[str]) -> tuple[Path, Path, Path | None]:
+    """``results.md``, ``results.csv`` and ``tradeoff.png`` in ``out``; returns their paths (no picture without
+    rows)."""
+    out.mkdir(parents=True, exist_ok=True)
+    md = ["# faircl bench", "", *header, "",
+          "Gaps and utilities in points (×100); Δ = method − baseline, paired by seed on the same rows; one Holm "
+          "family over every claim below. A claim is testable only where the baseline's gap exceeds the "
+          "attribute-permutation null (\"baseline bias vs null\"); else it reads *untestable*.", ""]
+    if rows:
+        md += ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+        md += ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(r)) + " |" for r in rows]
+    else:
+        md += ["No claim could be decided (see the skipped protocols and failed runs)."]
+    if skipped:
+        md += ["", "## Skipped protocols", ""] + [f"- **{n}**: {why}" for n, why in skipped]
+    if failures:
+        md += ["", "## Failed runs", ""] + [f"- {f}" for f in failures]
+    md_path = out / "results.md"
+    md_path.write_text("\n".join(md) + "\n")
+    csv_path = out / "results.csv"
+    with open(csv_path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["protocol", "control", "claim", "verdict", "gap", "baseline", "method", "seeds",
+                    "baseline_gap", "method_gap", "effect", "effect_lo", "effect_hi", "paper_effect",
+                    "utility_change", "utility_lo", "utility_hi", "p_holm", "mde", "from_rows", "reason"])
+        for r in rows:
+            v = r.verdict
+            w.writerow([r.protocol, r.control, r.claim, v.verdict, r.gap, r.baseline, r.method,
+                        " ".join(map(str, r.seeds)), r.baseline_gap, r.method_gap, v.effect.mean, v.effect.lo,
+                        v.effect.hi, "" if v.paper_effect is None else v.paper_effect, v.utility.mean,
+                        v.utility.lo, v.utility.hi, v.p_holm, v.mde, r.from_rows, v.reason])
+    png = _plot(out / "tradeoff.png", rows) if rows else None
+    return md_path, csv_path, png
+
+
+def _plot(path: Path, rows: list[ClaimRow]) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    gap_rows = [r for r in rows if r.gap != "leakage_h"] or rows
+    n = len(gap_rows)
+    cols = min(n, 3)
+    fig, axes = plt.subplots((n + cols - 1) // cols, cols, figsize=(4.2 * cols, 3.6 * ((n + cols - 1) // cols)),
+                             squeeze=False)
+    colors = {"holds": "tab:green", "does not hold": "tab:red", "contradicted": "tab:purple",
+              "inconclusive": "tab:orange", "untestable": "tab:gray"}
+    for ax, r in zip(axes.flat, gap_rows):
+        v = r.verdict
+        ax.scatter([100 * r.baseline_gap], [100 * r.baseline_utility], marker="s", color="black", s=50,
+                   label=r.baseline, zorder=3)
+        ax.scatter([100 * r.method_gap], [100 * r.method_utility], marker="o", s=70,
+                   color=colors.get(v.verdict, "tab:blue"), label=f"{r.method}: {v.verdict}", zorder=3)
+        ax.annotate("", xy=(100 * r.method_gap, 100 * r.method_utility),
+                    xytext=(100 * r.baseline_gap, 100 * r.baseline_utility),
+                    arrowprops={"arrowstyle": "->", "color": "0.5"})
+        ax.set_title(f"{r.protocol}{' (control)' if r.control else ''}", fontsize=10)
+        ax.set_xlabel(f"{r.gap} (points, lower is fairer)")
+        ax.set_ylabel(f"{r.extra.get('utility', 'accuracy')} (points)")
+        ax.legend(fontsize=8, loc="best")
+        ax.grid(alpha=0.3)
+        ax.margins(0.25)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    fig.suptitle("Fairness–utility trade-off: baseline → method (mean over seeds)", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,222 @@
+"""Protocols as data: a protocol is a versioned YAML file under ``faircl/bench/protocols/<suite>/``.
+
+A protocol fixes everything a claim depends on except the method: the data and its splits (a datamodule and its
+arguments), the encoder every method trains (``model``: the arguments given to the method under test and to the
+baselines alike), the budget and batch (``trainer``, ``data.init_args.batch_size``), the selection rule (the
+checkpoint a run is judged on: ``selection``), the baselines, and the claims with each paper's effect. Example::
+
+    name: synthbios
+    version: 1
+    title: SynthBios, profession from a template biography, gender stereotyped in train
+    paper: Shen et al. (2021), Sec. 4
+    input_kind: tokens          # what the datamodule's x holds; a method that cannot read it is skipped
+    views: true                 # the datamodule can draw two augmented views (methods with requires_views)
+    data: {class_path: SynthBios, init_args: {bias: 0.8, representation: tokens, batch_size: 64}}
+    model: {encoder: bow, encoder_kwargs: {embed_dim: 64, hidden_dim: 128}, lr: 0.003}
+    trainer: {max_epochs: 8}
+    selection: {monitor: val/accuracy, mode: max}
+    seeds: 5
+    baselines: {CE: {class_path: CE}}
+    claims:
+      - {gap: tpr_gap_rms, baseline: CE, paper_effect: null}
+    quick: {data: {init_args: {n_train: 600}}, trainer: {max_epochs: 2}, seeds: 2}
+
+``extends: <name>`` starts from another protocol of the suite and deep-merges this file over it (a control is its
+main protocol with ``data.init_args.permute_attribute: true`` and ``control: true``). ``requires_data: <folder>``
+names the data set folder under ``$FAIRCL_DATA``; without it the protocol is skipped with that reason. ``--quick``
+merges the ``quick`` block over the protocol. The cache key of a baseline run is the hash of the resolved protocol
+(:meth:`Protocol.key`): editing a protocol (or bumping its ``version``) retrains its baselines, nothing else does.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from faircl.cli.names import CLIError
+from faircl.data.locations import DATA_ENV, default_data_dir
+
+__all__ = ["Claim", "Protocol", "SUITES", "deep_merge", "load_suite", "suite_names"]
+
+#: the shipped suites, in ``faircl bench --list`` order
+SUITES = ("text", "vision", "embeddings")
+_KEYS = {"name", "version", "title", "paper", "input_kind", "views", "data", "model", "trainer", "selection", "seeds",
+         "baselines", "claims", "quick", "extends", "requires_data", "control", "notes"}
+_CLAIM_KEYS = {"gap", "baseline", "paper_effect", "utility", "leakage", "leakage_paper_effect", "margin"}
+
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` merged into a copy of ``base``: nested mappings merge, anything else is replaced."""
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
+    return out
+
+
+@dataclass(frozen=True)
+class Claim:
+    """"The method lowers ``gap`` against ``baseline`` at little ``utility`` cost" (and, with ``leakage``, lowers
+    the leakage probe's accuracy); ``paper_effect``: the change the paper reports (fraction, negative = reduction)."""
+
+    gap: str
+    baseline: str
+    paper_effect: float | None = None
+    utility: str = "accuracy"
+    leakage: bool = False
+    leakage_paper_effect: float | None = None
+    margin: float = 0.02
+
+
+@dataclass
+class Protocol:
+    """One resolved protocol (after ``extends`` and, in quick mode, ``quick``)."""
+
+    name: str
+    suite: str
+    version: int
+    title: str
+    input_kind: str
+    data: dict[str, Any]
+    model: dict[str, Any]
+    trainer: dict[str, Any]
+    selection: dict[str, Any]
+    seeds: int
+    baselines: dict[str, dict[str, Any]]
+    claims: list[Claim]
+    paper: str = ""
+    views: bool = False
+    requires_data: str | None = None
+    control: bool = False
+    notes: str = ""
+    quick: bool = False
+    source: str = ""
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def key(self) -> str:
+        """Hash of everything a run's result depends on but the method and the seed (12 hex digits)."""
+        body = {k: self.raw.get(k) for k in ("version", "data", "model", "trainer", "selection", "views")}
+        return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+    def missing_data(self) -> str | None:
+        """Why the protocol cannot run here (its data set folder is not found), else ``None``."""
+        if not self.requires_data or self.data.get("init_args", {}).get("data_dir"):
+            return None
+        where = default_data_dir(None, self.requires_data)
+        if where is None:
+            return f"needs the {self.requires_data}/ data set: set {DATA_ENV} to the folder that holds it"
+        if not where.exists():
+            return f"needs the {self.requires_data}/ data set: {where} does not exist ({DATA_ENV})"
+        return None
+
+    def skip_reason(self, method: type) -> str | None:
+        """Why ``method`` (a :class:`~faircl.methods.base.FairModule` subclass) does not run on this protocol."""
+        kinds = tuple(getattr(method, "input_kinds", ()))
+        if kinds and self.input_kind not in kinds:
+            return (f"{method.__name__} trains on {', '.join(kinds)} inputs; this protocol's inputs are "
+                    f"{self.input_kind}")
+        if getattr(method, "requires_views", False) and not self.views:
+            return f"{method.__name__} needs two augmented views; this protocol's data draws none"
+        return self.missing_data()
+
+
+def _protocol_dir() -> Path:
+    return Path(str(resources.files("faircl.bench") / "protocols"))
+
+
+def suite_names() -> list[str]:
+    """The shipped suites that hold at least one protocol."""
+    root = _protocol_dir()
+    return [s for s in SUITES if (root / s).is_dir() and any((root / s).glob("*.yaml"))]
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise CLIError(f"bench: {path} is not valid YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise CLIError(f"bench: {path} must hold a mapping (a protocol), not {type(data).__name__}")
+    unknown = set(data) - _KEYS
+    if unknown:
+        raise CLIError(f"bench: {path}: unknown key(s) {sorted(unknown)}; a protocol has {sorted(_KEYS)}")
+    return data
+
+
+def _resolve(name: str, files: dict[str, Path], seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    if name in seen:
+        raise CLIError(f"bench: protocols extend each other in a cycle: {' -> '.join([*seen, name])}")
+    data = _read(files[name])
+    parent = data.get("extends")
+    if parent is None:
+        return data
+    if parent not in files:
+        raise CLIError(f"bench: {files[name]}: extends {parent!r}, which is not a protocol of the suite "
+                       f"({', '.join(sorted(files))})")
+    base = {k: v for k, v in _resolve(parent, files, (*seen, name)).items() if k not in ("control", "notes", "name")}
+    return deep_merge(base, {k: v for k, v in data.items() if k != "extends"})
+
+
+def _claims(path: Path, items: Any, baselines: dict[str, Any]) -> list[Claim]:
+    if not isinstance(items, list) or not items:
+        raise CLIError(f"bench: {path}: 'claims' must be a non-empty list of {{gap, baseline, ...}}")
+    out = []
+    for i, c in enumerate(items):
+        if not isinstance(c, dict) or "gap" not in c or "baseline" not in c:
+            raise CLIError(f"bench: {path}: claims[{i}] needs 'gap' and 'baseline', got {c!r}")
+        unknown = set(c) - _CLAIM_KEYS
+        if unknown:
+            raise CLIError(f"bench: {path}: claims[{i}]: unknown key(s) {sorted(unknown)} (known: "
+                           f"{sorted(_CLAIM_KEYS)})")
+        if c["baseline"] not in baselines:
+            raise CLIError(f"bench: {path}: claims[{i}] names baseline {c['baseline']!r}, not one of "
+                           f"{sorted(baselines)}")
+        out.append(Claim(**c))
+    return out
+
+
+def _protocol(name: str, suite: str, files: dict[str, Path], quick: bool) -> Protocol:
+    path = files[name]
+    raw = _resolve(name, files)
+    if raw.get("name", name) != name:
+        raise CLIError(f"bench: {path} says name: {raw['name']!r}; a protocol's name is its file name ({name!r})")
+    if quick and isinstance(raw.get("quick"), dict):
+        raw = deep_merge(raw, raw["quick"])
+    raw.pop("quick", None)
+    for key in ("version", "data", "model", "trainer", "baselines", "claims", "input_kind"):
+        if key not in raw:
+            raise CLIError(f"bench: {path} has no {key!r} (a protocol needs version, input_kind, data, model, "
+                           "trainer, baselines and claims)")
+    if not isinstance(raw["data"], dict) or "class_path" not in raw["data"]:
+        raise CLIError(f"bench: {path}: 'data' must be {{class_path: <datamodule>, init_args: {{...}}}}")
+    baselines = raw["baselines"]
+    if not isinstance(baselines, dict) or not baselines:
+        raise CLIError(f"bench: {path}: 'baselines' must map names to {{class_path: <method>, init_args: ...}}")
+    return Protocol(
+        name=name, suite=suite, version=int(raw["version"]), title=str(raw.get("title", name)),
+        input_kind=str(raw["input_kind"]), data=raw["data"], model=dict(raw["model"] or {}),
+        trainer=dict(raw["trainer"] or {}), selection=dict(raw.get("selection") or {}),
+        seeds=int(raw.get("seeds", 3)), baselines=baselines, claims=_claims(path, raw["claims"], baselines),
+        paper=str(raw.get("paper", "")), views=bool(raw.get("views", False)), requires_data=raw.get("requires_data"),
+        control=bool(raw.get("control", False)), notes=str(raw.get("notes", "")).strip(), quick=quick,
+        source=str(path), raw=raw)
+
+
+def load_suite(suite: str, quick: bool = False) -> list[Protocol]:
+    """The protocols of a shipped suite (``text``, ``vision``, ``embeddings``) or of a folder of protocol files,
+    resolved (``extends``; ``quick`` merged over each when ``quick``), in file-name order."""
+    folder = Path(suite)
+    if not (folder.is_dir() and any(folder.glob("*.yaml"))):
+        folder = _protocol_dir() / suite
+        if not folder.is_dir():
+            raise CLIError(f"bench: no suite {suite!r}; the suites are {', '.join(suite_names())} (faircl bench "
+                           "--list), or give a folder of protocol .yaml files")
+    files = {p.stem: p for p in sorted(folder.glob("*.yaml"))}
+    name = folder.name
+    return [_protocol(n, name, files, quick) for n in files]
