@@ -392,3 +392,21 @@ def test_holm_turns_a_borderline_holds_into_not():
                      C.ClaimEvidence("other", null, util, -0.045), C.ClaimEvidence("third", null, util, -0.045))
     assert fam[0].verdict != "holds" and fam[0].p_holm == pytest.approx(3 * border.p_value)
     assert fam[0].verdict in ("does not hold", "inconclusive")
+
+
+def test_a_method_that_predicts_as_the_baseline_does_not_hold():
+    """CE under another name: the same predictions on every seed, a zero change with zero spread (no power question:
+    the gap did not move at all)."""
+    rng = np.random.default_rng(5)
+    (yt, at), (yv, av) = split(800, rng), split(800, rng)
+    bt, bv = seeds_of(yt, at, 0.3, 3, rng), seeds_of(yv, av, 0.3, 3, rng)
+    ev = C.claim_from_predictions("renamed", C.SplitPredictions(yt, at, bt), C.SplitPredictions(yt, at, bt.copy()),
+                                  C.SplitPredictions(yv, av, bv), n_bootstrap=200)
+    v, = verdict_of(ev)
+    assert v.verdict == "does not hold" and "unchanged on every seed" in v.reason
+    # a real (tiny) difference in one seed's predictions is not "unchanged"
+    moved = bt.copy()
+    moved[0, :3] = 1 - moved[0, :3]
+    v, = verdict_of(C.claim_from_predictions("moved", C.SplitPredictions(yt, at, bt), C.SplitPredictions(yt, at, moved),
+                                             C.SplitPredictions(yv, av, bv), n_bootstrap=200))
+    assert "unchanged on every seed" not in v.reason
