@@ -4,6 +4,7 @@ Every module of ``faircl`` is parsed (not imported); each ``import faircl...`` /
 relative import is resolved to a module and checked against the layers:
 
     _checks, utils  ->  losses, mining, metrics  ->  models  ->  data  ->  methods, checkpoints  ->  eval  ->  cli, demo, testing
+    ->  bench
 
 A module may import its own layer and the layers to its left, never one to its right; no two modules, and no two
 packages (through any of their modules), may import each other, directly or through a longer cycle; and a ``faircl`` import inside a function needs a ``# deferred:`` comment
@@ -27,6 +28,7 @@ LAYERS: dict[str, int] = {
     "methods": 4, "checkpoints": 4,
     "eval": 5,
     "cli": 6, "demo": 6, "testing": 6, "__main__": 6,
+    "bench": 7,
 }
 
 

@@ -11,7 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from faircl.bench.runner import RunTask
-from faircl.bench.spec import Claim, Protocol
+from faircl.bench.spec import Protocol
+from faircl.cli.compare import read_run
+from faircl.eval.baseline import compare_to_baseline, decide_family
+from faircl.eval.tradeoff import Setting
 
 __all__ = ["ClaimRow", "decide_bench", "write_results"]
 
@@ -40,8 +43,6 @@ class ClaimRow:
 
 
 def _runs(tasks: list[RunTask]) -> list[Any]:
-    from faircl.cli.compare import read_run
-
     out = []
     for t in tasks:
         if not t.done:
@@ -60,9 +61,6 @@ def _mean(runs: list[Any], metric: str) -> float:
 def decide_bench(protocols: list[Protocol], tasks: dict[str, list[RunTask]], method_label: str, alpha: float = 0.05,
                  n_permutations: int = 1000, n_bootstrap: int = 2000) -> list[ClaimRow]:
     """The verdict of every claim of every protocol (one Holm family over all of them)."""
-    from faircl.eval.baseline import compare_to_baseline, decide_family
-    from faircl.eval.tradeoff import Setting
-
     rows: list[ClaimRow] = []
     results, gaps, margins = [], [], []
     for p in protocols:

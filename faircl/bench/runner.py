@@ -32,6 +32,7 @@ import yaml
 
 from faircl.bench.spec import Protocol, deep_merge
 from faircl.cli.names import CLIError
+from faircl.cli.workers import RunPool
 
 __all__ = ["MethodSpec", "RunTask", "default_cache", "plan", "resolve_method", "run_one", "run_tasks"]
 
@@ -45,8 +46,8 @@ def default_cache() -> Path:
 def resolve_method(name: str) -> tuple[str, type]:
     """The class path and the class of ``--method``: a registered method name (``ConFair``) or a dotted path to a
     :class:`~faircl.methods.base.FairModule` subclass (``my_method.MyLoss``, importable from the current folder)."""
-    import faircl.methods as methods
-    from faircl.methods.base import FairModule
+    import faircl.methods as methods  # deferred: torch and Lightning (seconds), not needed by --list
+    from faircl.methods.base import FairModule  # deferred: torch and Lightning
 
     if "." not in name:
         cls = getattr(methods, name, None)
@@ -151,8 +152,8 @@ def _safe(name: str) -> str:
 def run_one(folder: str) -> int:
     """Fit and test the run in ``folder`` (its ``config.yaml``) in this process; writes ``run.json`` when both
     succeeded. The target of :meth:`faircl.cli.workers.RunPool.run`; returns the exit status."""
-    from faircl.cli.app import run_cli
-    from faircl.cli.command import is_usage_error, user_message
+    from faircl.cli.app import run_cli  # deferred: Lightning, imported once by the worker that forks the runs
+    from faircl.cli.command import is_usage_error, user_message  # deferred: with faircl.cli.app
 
     root = Path(folder)
     extra = os.environ.get("FAIRCL_BENCH_PATH")
@@ -198,8 +199,6 @@ def _tail(path: Path, lines: int = 1) -> str:
 def run_tasks(tasks: list[RunTask], say=print, fresh: bool = False) -> list[str]:
     """Run every task not done yet (a killed run's folder is cleared first); returns the failures' one-line
     reasons. ``fresh``: each run in a new Python process instead of a fork of the pre-imported worker."""
-    from faircl.cli.workers import RunPool
-
     todo = [t for t in tasks if not t.done]
     cached = len(tasks) - len(todo)
     if cached:

@@ -24,9 +24,9 @@ from faircl import __version__
 from faircl.cli.names import CLIError, expand_configs, option_value, shipped_configs
 
 TRAINING = ("fit", "validate", "test", "predict")
-#: sub-commands served by their own module ``faircl.cli.<name>``, whose function ``<name>(argv) -> int`` parses its
-#: own arguments (dispatched when the module is installed)
-TOOLS = ("sweep", "compare", "bench")
+#: sub-commands served by their own module, whose function ``<name>(argv) -> int`` parses its own arguments
+#: (dispatched by name when the module is installed; ``faircl.bench`` sits above this layer and is never imported here)
+TOOLS = {"sweep": "faircl.cli.sweep", "compare": "faircl.cli.compare", "bench": "faircl.bench.command"}
 
 HELP = f"""usage: faircl <command> [options]      (faircl {__version__})
 
@@ -236,8 +236,8 @@ def main(args: list[str] | None = None) -> int:
             _findml([a for a in argv[1:] if a != "--debug"])
         elif command in TRAINING or command.startswith("-"):
             _train(argv)
-        elif command in TOOLS and importlib.util.find_spec(f"faircl.cli.{command}") is not None:
-            tool = getattr(importlib.import_module(f"faircl.cli.{command}"), command)
+        elif command in TOOLS and importlib.util.find_spec(TOOLS[command]) is not None:
+            tool = getattr(importlib.import_module(TOOLS[command]), command)
             return int(tool([a for a in argv[1:] if a != "--debug"]) or 0)
         else:
             raise CLIError(f"unknown command {command!r}; choose one of fit, validate, test, predict, configs, "

@@ -12,11 +12,12 @@ from typing import Any
 import lightning as L
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, DistributedSampler, default_collate
+from torch.utils.data import DataLoader, Dataset, default_collate
 
 from faircl.data import samplers
 from faircl.data.batches import FetchedRows, collate_rows
 from faircl.data.io import UNKNOWN_VALUES, DataError, category_key, is_unknown, located, sorted_categories
+from faircl.data.loaders import RankAwareLoader, ShardSampler
 from faircl.data.summary import print_count_table
 
 __all__ = ["DataError", "FairDataModule", "FairDataset", "FetchedRows", "collate_rows", "encode_groups", "SPLITS",
@@ -411,7 +412,7 @@ class FairDataModule(L.LightningDataModule):
             labels = ds.y if self.spc_by == "class" else ds.a
             bs = samplers.SamplesPerClassSampler(labels, self.batch_size, samples_per_class=self.samples_per_class,
                                                  **kw)
-        return _RankAwareLoader(ds, batch_sampler=bs, **common)
+        return RankAwareLoader(ds, batch_sampler=bs, **common)
 
     def _eval_loader(self, split: str) -> DataLoader:
         ds = self.splits[split]
@@ -419,7 +420,7 @@ class FairDataModule(L.LightningDataModule):
         sampler = None
         if world > 1:
             # Exact metrics under DDP: every row on exactly one rank (no padding duplicates).
-            sampler = _ShardSampler(len(ds), world, rank)
+            sampler = ShardSampler(len(ds), world, rank)
         return DataLoader(ds, batch_size=self.eval_batch_size, sampler=sampler, shuffle=False,
                           num_workers=self.num_workers, collate_fn=collate_rows)
 
@@ -438,7 +439,7 @@ class FairDataModule(L.LightningDataModule):
         if ds.view_transform is not None:
             ds = _NoViews(ds)
         world, rank = self._dist()
-        sampler = _ShardSampler(len(ds), world, rank) if world > 1 else None
+        sampler = ShardSampler(len(ds), world, rank) if world > 1 else None
         return DataLoader(ds, batch_size=batch_size or self.eval_batch_size, sampler=sampler, shuffle=False,
                           num_workers=self.num_workers, collate_fn=collate_rows)
 
@@ -455,59 +456,3 @@ class _NoViews(Dataset):
 
     def __getitems__(self, rows: Sequence[int]) -> FetchedRows:
         return FetchedRows(self.ds.fetch(rows, views=False))
-
-
-# Lightning (``use_distributed_sampler=True``, the Trainer default) re-wraps every loader under DDP unless
-# ``loader.sampler`` is a ``DistributedSampler``. The loaders below are already sharded per rank, so their samplers
-# are ``DistributedSampler`` subclasses and a plain ``L.Trainer(strategy="ddp")`` leaves them as they are.
-class _ShardSampler(DistributedSampler):
-    """Contiguous-stride shard without padding: rank r gets rows r, r+W, r+2W, ... (exact evaluation)."""
-
-    def __init__(self, n: int, world: int, rank: int) -> None:  # no super().__init__: nothing to shuffle or pad
-        self.num_replicas, self.rank, self.epoch, self.seed = world, rank, 0, 0
-        self.shuffle = self.drop_last = False
-        self.indices = list(range(rank, n, world))
-        self.num_samples = self.total_size = len(self.indices)
-
-    def __iter__(self):
-        return iter(self.indices)
-
-    def __len__(self) -> int:
-        return len(self.indices)
-
-
-class _BatchShardView(DistributedSampler):
-    """The rows a rank-aware batch sampler draws, presented as this rank's ``DistributedSampler`` shard."""
-
-    def __init__(self, batch_sampler: Any) -> None:  # no super().__init__: the batch sampler shards and shuffles
-        self.batch_sampler = batch_sampler
-        self.num_replicas, self.rank = batch_sampler.num_replicas, batch_sampler.rank
-        self.epoch, self.shuffle, self.seed, self.drop_last = 0, True, batch_sampler.seed, batch_sampler.drop_last
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = int(epoch)
-        self.batch_sampler.set_epoch(epoch)
-
-    def __iter__(self):
-        return (i for batch in self.batch_sampler for i in batch)
-
-    def __len__(self) -> int:
-        return len(self.batch_sampler) * self.batch_sampler.batch_size
-
-
-class _RankAwareLoader(DataLoader):
-    """A DataLoader over a rank-aware batch sampler whose ``sampler`` is a :class:`_BatchShardView`, so that
-    Lightning neither re-shards it nor fails to re-wrap it; iteration uses the batch sampler as usual."""
-
-    @property
-    def sampler(self) -> Any:
-        batch_sampler = self.__dict__.get("batch_sampler")
-        if batch_sampler is None or not hasattr(batch_sampler, "num_replicas"):
-            return self.__dict__.get("_default_sampler")
-        if self.__dict__.get("_shard_view") is None:
-            self.__dict__["_shard_view"] = _BatchShardView(batch_sampler)
-        return self.__dict__["_shard_view"]
-
-    @sampler.setter
-    def sampler(self, value: Any) -> None:  # DataLoader.__init__ stores its default sampler here
-        self.__dict__["_default_sampler"] = value

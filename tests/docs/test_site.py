@@ -283,7 +283,7 @@ def test_method_rows_come_from_the_results_files(tmp_path):
 
 def _subcommands() -> set[str]:
     """Every sub-command the ``faircl`` command dispatches: the tuples of sub-command names of the ``faircl.cli``
-    modules (a tool counts once its module ``faircl.cli.<name>`` exists) and every ``== "<name>"`` branch on the
+    modules (a tool counts once the module serving it exists) and every ``== "<name>"`` branch on the
     first argument in their sources."""
     import faircl.cli
 
@@ -294,9 +294,10 @@ def _subcommands() -> set[str]:
         module = importlib.import_module(info.name)
         for attr in ("SUBCOMMANDS", "TRAINING", "COMMANDS", "TOOLS"):
             value = getattr(module, attr, None)
-            if isinstance(value, (tuple, list)) and all(isinstance(v, str) for v in value):
-                found |= {v for v in value
-                          if attr != "TOOLS" or importlib.util.find_spec(f"faircl.cli.{v}") is not None}
+            if isinstance(value, dict):  # TOOLS: name -> the module serving it (counted once installed)
+                found |= {k for k, mod in value.items() if importlib.util.find_spec(mod) is not None}
+            elif isinstance(value, (tuple, list)) and all(isinstance(v, str) for v in value):
+                found |= set(value)
         source = inspect.getsource(module)
         found |= set(re.findall(r'(?:argv\[0\]|command) == "(\w+)"', source))
     return found

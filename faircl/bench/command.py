@@ -15,6 +15,7 @@ reused), then decides each claim from the per-row predictions with :mod:`faircl.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import platform
 import sys
@@ -24,6 +25,8 @@ from typing import Any
 
 import yaml
 
+from faircl.bench.runner import MethodSpec, default_cache, plan, resolve_method, run_tasks
+from faircl.bench.spec import load_suite, suite_names
 from faircl.cli.names import CLIError
 
 __all__ = ["bench"]
@@ -79,8 +82,6 @@ def _method_args(extra: list[str]) -> dict[str, Any]:
 
 
 def _list() -> int:
-    from faircl.bench.spec import load_suite, suite_names
-
     for suite in suite_names():
         protocols = load_suite(suite)
         print(f"{suite}: {len(protocols)} protocols")
@@ -96,8 +97,6 @@ def _list() -> int:
 
 
 def _check_method_args(cls: type, args: dict[str, Any]) -> None:
-    import inspect
-
     params = inspect.signature(cls.__init__).parameters
     if any(p.kind is p.VAR_KEYWORD for p in params.values()):
         return
@@ -110,9 +109,7 @@ def _check_method_args(cls: type, args: dict[str, Any]) -> None:
 
 def bench(argv: list[str]) -> int:
     """``faircl bench``; returns the exit status (1 when a run failed, 2 for a usage error)."""
-    from faircl.bench.report import decide_bench, write_results
-    from faircl.bench.runner import MethodSpec, default_cache, plan, resolve_method, run_tasks
-    from faircl.bench.spec import load_suite
+    from faircl.bench.report import decide_bench, write_results  # deferred: NumPy, SciPy and Lightning (--list)
 
     opts, extra = _parser().parse_known_args(argv)
     if opts.list:
@@ -151,6 +148,8 @@ def bench(argv: list[str]) -> int:
     say(f"faircl bench: {method.label} ({class_path}) on {len(runnable)} protocol(s) of {opts.suite}"
         f"{' (quick)' if opts.quick else ''}: {len(every)} runs ({sum(t.baseline for t in every)} baseline runs, "
         f"cached in {cache}); results in {out}")
+    n_base = sum(t.baseline for t in every)
+    reused = sum(t.baseline and t.done for t in every)
     start = time.perf_counter()
     failures = run_tasks(every, say=say, fresh=opts.fresh_processes)
     train_s = time.perf_counter() - start
@@ -160,9 +159,9 @@ def bench(argv: list[str]) -> int:
     header = [f"Method **{method.label}** (`{class_path}`{', ' + json.dumps(init_args) if init_args else ''}) on "
               f"suite **{opts.suite}**{' (quick: small data, short budget; little power)' if opts.quick else ''}.",
               "",
-              f"Protocols: {', '.join(f'{p.name} v{p.version}' for p in runnable)}. Runs: {len(every)} "
-              f"({sum(t.baseline for t in every)} baseline runs from the cache {cache}); wall time of this "
-              f"invocation's runs {train_s:.0f} s on {platform.node() or 'this machine'}."]
+              f"Protocols: {', '.join(f'{p.name} v{p.version}' for p in runnable)}. Runs: {len(every)}, of which "
+              f"{n_base} baseline runs ({reused} reused from the cache {cache}, {n_base - reused} trained now); "
+              f"wall time of this invocation's runs {train_s:.0f} s on {platform.node() or 'this machine'}."]
     md, csv_path, png = write_results(out, rows, skipped, header, failures)
     (out / "bench.json").write_text(json.dumps({
         "suite": opts.suite, "quick": opts.quick, "method": {"label": method.label, "class_path": class_path,
