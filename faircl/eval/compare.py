@@ -181,7 +181,7 @@ def _verdict(c: ClaimEvidence, ph: float, mde: float, alpha: float, margin: floa
         return "degenerate", f"the method is degenerate ({why})"
     paper = abs(c.paper_effect) if c.paper_effect is not None else math.nan
     if abs(c.effect.mean) <= 1e-12 and c.effect.se <= 1e-12 and c.effect.n_seeds >= 2:  # up to round-off
-        return "does not hold", "the gap is unchanged on every seed (the method predicts as the baseline does)"
+        return "does not hold", "no change: the method has the baseline's value on every seed"
     if ph < alpha and c.effect.mean > 0:
         return "contradicted", f"the gap rises (Holm p {ph:.3g})"
     if ph < alpha:

@@ -1,0 +1,161 @@
+"""Protocols as data: the shipped suites load, ``extends`` / ``quick`` merge as documented, the cache key follows
+the protocol's content, bad files are refused naming the file and the key, methods are skipped with a reason, and
+the attribute-permuted control keeps group sizes while cutting the attribute's tie to the label."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+
+from faircl.bench.command import _method_args
+from faircl.bench.runner import MethodSpec, plan, resolve_method
+from faircl.bench.spec import deep_merge, load_suite, suite_names
+from faircl.cli.names import CLIError
+
+BASE = """\
+name: base
+version: 1
+input_kind: features
+data: {class_path: BiasedFeatures, init_args: {n_train: 200, batch_size: 32}}
+model: {encoder: mlp, lr: 0.01}
+trainer: {max_epochs: 4}
+seeds: 4
+baselines: {CE: {class_path: CE}}
+claims: [{gap: tpr_gap_rms, baseline: CE}]
+quick: {trainer: {max_epochs: 1}, seeds: 2}
+"""
+
+
+def _suite(tmp_path, **files):
+    for name, text in files.items():
+        (tmp_path / f"{name}.yaml").write_text(textwrap.dedent(text))
+    return str(tmp_path)
+
+
+def test_shipped_suites_load_in_both_modes_and_every_control_extends_its_protocol():
+    assert suite_names() == ["text", "vision"]
+    for suite in suite_names():
+        full, quick = load_suite(suite), load_suite(suite, quick=True)
+        assert [p.name for p in full] == [p.name for p in quick] and full
+        for p, q in zip(full, quick):
+            assert q.quick and not p.quick and q.key() != p.key()  # quick runs never share a cache with full ones
+            assert p.claims and p.baselines and p.data["class_path"]
+            if p.control:
+                assert p.data["init_args"]["permute_attribute"] is True
+                main = next(m for m in full if m.name == p.name.replace("_permuted", ""))
+                assert deep_merge(main.data, {"init_args": {"permute_attribute": True}}) == p.data
+                assert main.trainer == p.trainer and main.model == p.model
+
+
+def test_extends_and_quick_merge_and_the_key_follows_the_content(tmp_path):
+    suite = _suite(tmp_path, base=BASE, ctrl="""\
+        name: ctrl
+        extends: base
+        version: 1
+        control: true
+        data: {init_args: {permute_attribute: true}}
+        """)
+    base, ctrl = load_suite(suite)
+    assert ctrl.control and not base.control and ctrl.data["init_args"] == {"n_train": 200, "batch_size": 32,
+                                                                           "permute_attribute": True}
+    assert base.seeds == 4 and base.trainer == {"max_epochs": 4}
+    qb, _ = load_suite(suite, quick=True)
+    assert qb.seeds == 2 and qb.trainer == {"max_epochs": 1} and qb.data == base.data
+    assert base.key() != ctrl.key()
+    (tmp_path / "base.yaml").write_text(BASE.replace("version: 1", "version: 2"))
+    assert load_suite(suite)[0].key() != base.key()  # a new version retrains its baselines
+    (tmp_path / "base.yaml").write_text(BASE + "notes: only words\n")
+    assert load_suite(suite)[0].key() == base.key()  # words do not
+
+
+@pytest.mark.parametrize("text, says", [
+    (BASE + "budget: 3\n", "unknown key(s) ['budget']"),
+    (BASE.replace("claims: [{gap: tpr_gap_rms, baseline: CE}]", "claims: [{gap: tpr_gap_rms, baseline: ERM}]"),
+     "names baseline 'ERM'"),
+    (BASE.replace("claims: [{gap: tpr_gap_rms, baseline: CE}]", "claims: []"), "'claims' must be a non-empty list"),
+    (BASE.replace("name: base", "name: other"), "a protocol's name is its file name"),
+    (BASE.replace("input_kind: features\n", ""), "has no 'input_kind'"),
+    ("- a list\n", "must hold a mapping"),
+    (BASE + "extends: nowhere\n", "extends 'nowhere', which is not a protocol"),
+])
+def test_a_bad_protocol_file_is_refused_naming_the_file_and_the_key(tmp_path, text, says):
+    (tmp_path / "base.yaml").write_text(text)
+    with pytest.raises(CLIError) as err:
+        load_suite(str(tmp_path))
+    assert says in str(err.value) and "base.yaml" in str(err.value)
+
+
+def test_unknown_suite_and_extends_cycle(tmp_path):
+    with pytest.raises(CLIError, match="no suite 'audio'.*text, vision"):
+        load_suite("audio")
+    a = BASE.replace("name: base\n", "name: a\n") + "extends: b\n"
+    b = BASE.replace("name: base\n", "name: b\n") + "extends: a\n"
+    with pytest.raises(CLIError, match="cycle"):
+        load_suite(_suite(tmp_path, a=a, b=b))
+
+
+def test_methods_are_skipped_with_the_reason(tmp_path, monkeypatch):
+    from faircl.methods import CCD, CE, FairSamplingSimCLR
+
+    text = {p.name: p for p in load_suite("text")}
+    assert text["synthbios"].skip_reason(CE) is None
+    assert "trains on tuples inputs" in text["synthbios"].skip_reason(CCD)
+    no_views = load_suite(_suite(tmp_path, base=BASE))[0]
+    assert "needs two augmented views" in no_views.skip_reason(FairSamplingSimCLR)
+    monkeypatch.delenv("FAIRCL_DATA", raising=False)
+    assert "set FAIRCL_DATA" in text["bios_samples"].skip_reason(CE)
+    monkeypatch.setenv("FAIRCL_DATA", str(tmp_path))
+    assert "does not exist" in text["bios_samples"].skip_reason(CE)
+
+
+def test_method_arguments_and_names(tmp_path, monkeypatch):
+    assert _method_args(["--method.init_args.temperature", "0.1", "--method.normalize=false",
+                         "--method.init_args.encoder_kwargs={hidden_dim: 8}"]) == {
+        "temperature": 0.1, "normalize": False, "encoder_kwargs": {"hidden_dim": 8}}
+    with pytest.raises(CLIError, match="unrecognized argument '--seed'"):
+        _method_args(["--seed", "1"])
+    with pytest.raises(CLIError, match="needs a value"):
+        _method_args(["--method.init_args.lr"])
+    assert resolve_method("ConFair")[0] == "faircl.methods.confair.ConFair"
+    with pytest.raises(CLIError, match="not a faircl method.*dotted path"):
+        resolve_method("Confair")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.py").write_text("from faircl.methods import CE\n\nclass Mine(CE):\n    pass\n\nclass Other:\n"
+                                      "    pass\n")
+    assert resolve_method("mine.Mine")[0] == "mine.Mine"
+    with pytest.raises(CLIError, match="no FairModule subclass named 'Other'"):
+        resolve_method("mine.Other")
+    with pytest.raises(CLIError, match="cannot import 'nowhere'"):
+        resolve_method("nowhere.Mine")
+
+
+def test_the_plan_pairs_every_seed_and_caches_baselines_by_protocol(tmp_path):
+    from faircl.methods import CE
+
+    (tmp_path / "suite").mkdir()
+    p = load_suite(_suite(tmp_path / "suite", base=BASE))[0]
+    m = MethodSpec("Mine", "faircl.methods.CE", {"lr": 0.1}, CE)
+    tasks = plan(p, m, [0, 1], tmp_path / "out", tmp_path / "cache")
+    assert [(t.setting, t.seed, t.baseline) for t in tasks] == [("CE", 0, True), ("Mine", 0, False),
+                                                                ("CE", 1, True), ("Mine", 1, False)]
+    assert tasks[0].folder == tmp_path / "cache" / f"base-{p.key()}" / "CE" / "seed_0"
+    cfg = tasks[1].config()
+    assert cfg["seed_everything"] == 0 and cfg["model"]["init_args"] == {"encoder": "mlp", "lr": 0.1}
+    assert cfg["data"] == p.data and cfg["trainer"]["max_epochs"] == 4
+    assert MethodSpec("Mine", "faircl.methods.CE", {"lr": 0.2}, CE).key() != m.key()
+
+
+def test_the_permuted_control_keeps_group_sizes_and_cuts_the_tie_to_the_label():
+    from faircl.data import BiasedFeatures
+
+    kw = {"n_train": 2000, "n_val": 500, "n_test": 500, "bias": 0.9}
+    plain, perm = BiasedFeatures(**kw).splits, BiasedFeatures(permute_attribute=True, **kw).splits
+    for name in ("train", "val", "test"):
+        a, b = plain[name].a, perm[name].a
+        assert torch.equal(torch.bincount(a + 1), torch.bincount(b + 1)) and not torch.equal(a, b)
+        assert torch.equal(plain[name].y, perm[name].y) and torch.equal(plain[name].x, perm[name].x)
+    agree = float(np.mean(perm["train"].a.numpy() == perm["train"].y.numpy()))
+    assert abs(agree - 0.5) < 0.05 < abs(float(np.mean(plain["train"].a.numpy() == plain["train"].y.numpy())) - 0.5)
