@@ -102,6 +102,7 @@ def _findml(argv: list[str]) -> None:
 
 def _train(argv: list[str]) -> None:
     from faircl.cli.app import run_cli  # deferred: torch and Lightning, only for the training commands
+    from faircl.cli.ranks import end_ranks
     from faircl.utils import end_distributed  # deferred: torch
 
     saved = sys.argv
@@ -109,8 +110,9 @@ def _train(argv: list[str]) -> None:
     # ``sys.argv``: it must hold this command's arguments as the user gave them.
     sys.argv = [saved[0] if saved else "faircl", *argv]
     ok = False
+    cli = None
     try:
-        run_cli([a for a in argv if a != "--debug"])
+        cli = run_cli([a for a in argv if a != "--debug"])
         ok = True
     except SystemExit:
         # Lightning turns Ctrl-C during a run into exit status 1 after a graceful shutdown: report it as the
@@ -125,6 +127,8 @@ def _train(argv: list[str]) -> None:
     finally:
         sys.argv = saved
         end_distributed(barrier=ok)
+        if ok:
+            end_ranks(getattr(cli, "trainer", None))  # the command ends when every rank it started has ended
 
 
 #: jsonargparse's wrapper around the error a class raised while it was built from the options

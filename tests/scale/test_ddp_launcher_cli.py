@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,8 @@ def _faircl(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     res = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, f"{' '.join(args[:1])} exited {res.returncode}:\n{res.stderr[-3000:]}"
     assert "terminate called" not in res.stderr and "Traceback" not in res.stderr, res.stderr[-3000:]
+    if "had finished its work but not exited" in res.stderr:  # a rank stuck in teardown, stopped by rank 0: say where
+        warnings.warn(f"a rank was stuck after its work ended:\n{res.stderr[-6000:]}", stacklevel=2)
     return res
 
 
