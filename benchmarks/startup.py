@@ -4,7 +4,8 @@ a worker that imported torch, Lightning and faircl once (:class:`faircl.cli.work
 Three contenders per round (the timing harness rotates their order, :mod:`_timing`):
 
 - **fresh**: ``faircl fit …`` then ``faircl test …`` as new processes (what a sweep trial paid before);
-- **pool**: the same two commands, each a child of the pre-imported fork server;
+- **pool**: the same two commands, each a child of the pre-imported fork server (warmed up by one tiny fit + test,
+  :mod:`faircl.cli.warm`);
 - **in-process**: the same two commands called in this process (``faircl.cli.main``), after a warm-up: no start-up
   at all, the floor.
 
@@ -42,6 +43,26 @@ PROTOCOLS = {  # name: fit arguments (test adds --ckpt_path best); 1 epoch: the 
     "ce/biased_features, 5 epochs": ["--config", "ce/biased_features", "--trainer.max_epochs", "5"],
 }
 QUIET = ["--trainer.enable_progress_bar", "false"]
+#: quick protocols of ``faircl bench`` (suite, protocol): their generated run config, as a bench run gets it
+BENCH = (("text", "synthbios"), ("vision", "colored_digits"))
+
+
+def bench_configs(folder: Path) -> dict[str, list[str]]:
+    """The fit arguments of the CE baseline run of each :data:`BENCH` quick protocol (its config file, seed 0)."""
+    import yaml
+
+    from faircl.bench.runner import MethodSpec, plan
+    from faircl.bench.spec import load_suite
+    from faircl.methods import CE
+
+    out = {}
+    for suite, name in BENCH:
+        protocol = next(p for p in load_suite(suite, quick=True) if p.name == name)
+        task = plan(protocol, MethodSpec("CE", "faircl.methods.CE", {}, CE), [0], folder, folder)[0]
+        path = folder / f"{suite}_{name}.yaml"
+        path.write_text(yaml.safe_dump(task.config(), sort_keys=False))
+        out[f"bench {suite}/{name} (quick), CE"] = ["--config", str(path)]
+    return out
 
 
 def _faircl() -> str:
@@ -94,7 +115,9 @@ def render(raw: dict, out: Path) -> None:
              f"`python benchmarks/startup.py --rounds {raw['rounds']}` ({raw['wall_s']:.0f} s). Each contender runs "
              "`faircl fit` then `faircl test` of the same protocol; per round the three run in rotated order. "
              "Overhead = the contender's time − the in-process time of the same round, as a share of the "
-             "in-process time (the run's own work). Target: the pool's overhead ≤ 10%.", "",
+             "in-process time (the run's own work). Target: the pool's overhead ≤ 10%. The pool's server imports "
+             "torch, Lightning and faircl and runs one warm-up fit + test before its first fork (`faircl.cli.warm`); "
+             "the figures before that warm-up: [startup_before.md](startup_before.md).", "",
              machine_line(raw["machine_start"], raw["machine_end"]), "",
              "| protocol | fresh processes (s) | pool (s) | in-process (s) | fresh overhead | pool overhead | "
              "target met |", "|---|---|---|---|---|---|---|"]
@@ -111,8 +134,10 @@ def render(raw: dict, out: Path) -> None:
                      f"{res['fmt']['in-process (floor)']} | {100 * over_f:+.0f}% | {100 * over_p:+.0f}% "
                      f"[{100 * lo_p:+.0f}, {100 * hi_p:+.0f}] | {met} |")
         notes.append(res["busy"])
+    # one line for the quiet protocols (the highest load seen), every other note as it is
+    quiet = sorted(n for n in notes if n.startswith("The machine was quiet"))
     lines += ["", "Times: median [min–max] over rounds of fit + test wall seconds; overheads: median [min, max] of "
-              "the per-round ratios.", "", *sorted(set(n for n in notes if n))]
+              "the per-round ratios.", "", *sorted(set(n for n in notes if n and n not in quiet)), *quiet[-1:]]
     out.write_text("\n".join(lines) + "\n")
 
 
@@ -123,7 +148,7 @@ def run(rounds: int) -> dict:
     pool = RunPool()
     raw: dict = {"rounds": rounds, "machine_start": start, "protocols": {}}
     with tempfile.TemporaryDirectory() as tmp:
-        for name, args in PROTOCOLS.items():
+        for name, args in {**PROTOCOLS, **bench_configs(Path(tmp))}.items():
             work = Path(tmp) / name.replace("/", "_").replace(" ", "").replace(",", "_")
             work.mkdir()
             timings = measure(contenders(args, work, pool), rounds=rounds, warmup=1)

@@ -3,10 +3,11 @@ imported torch, Lightning and faircl (:mod:`multiprocessing`'s ``forkserver``), 
 only, and a run starts in milliseconds instead of the ~8 s those imports take on a small machine. A run ends with
 the process that started it (a killed sweep or bench leaves no run writing into its folders).
 
-The server is single-threaded and runs no torch code before it forks, so the children start with clean thread pools
-(no OpenMP state inherited). A child's output goes to its log file; its exit status is the run's (a negative status:
-killed by that signal). Commands that start processes of their own (Lightning's DDP launcher re-runs ``sys.argv``)
-should run as fresh processes instead: :func:`needs_fresh_process` tells them apart.
+The server warms up with one tiny fit + test on a single torch thread (:mod:`faircl.cli.warm`), so a run starts
+with warm caches and no OpenMP team is inherited; each child gets the original thread count back. A child's output
+goes to its log file; its exit status is the run's (a negative status: killed by that signal). Commands that start
+processes of their own (Lightning's DDP launcher re-runs ``sys.argv``) should run as fresh processes instead:
+:func:`needs_fresh_process` tells them apart.
 
 Example::
 
@@ -30,8 +31,9 @@ from typing import Any
 
 __all__ = ["PRELOAD", "RunPool", "needs_fresh_process"]
 
-#: modules the server imports once: torch, Lightning, torchmetrics, jsonargparse, faircl and what runs import lazily
-PRELOAD = ("faircl.cli.preload",)
+#: modules the server imports once: torch, Lightning, torchmetrics, jsonargparse, faircl and what runs import lazily;
+#: then one warm-up fit + test on one thread (:mod:`faircl.cli.warm`)
+PRELOAD = ("faircl.cli.preload", "faircl.cli.warm")
 
 
 def needs_fresh_process(args: Sequence[str]) -> bool:
@@ -87,6 +89,9 @@ def _child(target: Callable[..., Any] | str, args: tuple, log: str | None, cwd: 
            env: Mapping[str, str] | None, owner: int | None = None) -> None:
     if owner is not None:
         _follow(owner)
+    warm = sys.modules.get("faircl.cli.warm")
+    if warm is not None:
+        warm.restore_threads()
     if log is not None:
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         sys.stdout.flush()
