@@ -19,8 +19,11 @@ install: $(STAMP)
 demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m faircl.demo
 
+# faircl's bytecode first: where PYTHONDONTWRITEBYTECODE is set, every process the tests start (console commands,
+# DDP ranks, the run pool's server) would otherwise compile faircl again.
 test: $(STAMP)
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -rs --durations=15
+	$(PY) -m compileall -q faircl > /dev/null
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -rs --durations=30
 
 test-long: $(STAMP)
 	FAIRCL_LONG_TESTS=1 HF_HUB_OFFLINE=1 $(PY) -m pytest -q -rs --durations=15

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from faircl import __version__
 from faircl.cli.names import CLIError, expand_configs, option_value, shipped_configs
+from faircl.cli.ranks import end_ranks
 
 TRAINING = ("fit", "validate", "test", "predict")
 #: sub-commands served by their own module, whose function ``<name>(argv) -> int`` parses its own arguments
@@ -102,7 +103,6 @@ def _findml(argv: list[str]) -> None:
 
 def _train(argv: list[str]) -> None:
     from faircl.cli.app import run_cli  # deferred: torch and Lightning, only for the training commands
-    from faircl.cli.ranks import end_ranks
     from faircl.utils import end_distributed  # deferred: torch
 
     saved = sys.argv

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
 import tempfile
 
@@ -30,6 +31,9 @@ def warm_up() -> bool:
     """One quiet 1-epoch fit + test of :data:`CONFIG` in a temporary folder, on one thread; ``True`` if it ran."""
     torch.set_num_threads(1)
     out = io.StringIO()
+    # Lightning's log handlers hold the original streams: no redirection reaches them, so logging is off meanwhile
+    before = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
     try:
         with tempfile.TemporaryDirectory(prefix="faircl-warm-") as root, contextlib.redirect_stdout(out), \
                 contextlib.redirect_stderr(out):
@@ -39,6 +43,8 @@ def warm_up() -> bool:
             return main(["fit", *args]) == 0 and main(["test", *args, "--ckpt_path=best"]) == 0
     except Exception:  # a warm-up never takes the worker down
         return False
+    finally:
+        logging.disable(before)
 
 
 def restore_threads() -> None:

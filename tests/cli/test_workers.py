@@ -122,3 +122,22 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def test_the_warm_up_is_a_quiet_fit_and_test_on_one_thread(tmp_path):
+    """The server's warm-up (a fit + test before its first fork), as the server runs it (an import in a fresh
+    process, where Lightning's log handlers write to the console): it runs, on one torch thread, writes nothing to
+    the user's console, and a forked run gets the original thread count back."""
+    import subprocess
+    import sys
+
+    code = ("import torch, faircl.cli.preload\nbefore = torch.get_num_threads()\nimport faircl.cli.warm as w\n"
+            "assert w.WARMED and torch.get_num_threads() == 1\n"
+            "w.restore_threads(); assert torch.get_num_threads() == w.DEFAULT_THREADS == before\n")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env.pop("FAIRCL_NO_WARMUP", None)
+    env.pop("OMP_NUM_THREADS", None)
+    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stdout == "" and res.stderr == "", (res.stdout + res.stderr)[-2000:]
