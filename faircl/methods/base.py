@@ -34,7 +34,7 @@ from faircl.methods.inputs import TRAINABLE_KINDS, check_datamodule, resolve_enc
 from faircl.methods.optim import OPTIMIZERS, SCHEDULERS, build_optimizer, param_groups
 from faircl.methods.passes import collect as collect_rows
 from faircl.methods.records import default_fit_record, test_rows
-from faircl.methods.scale import cached_training_step, rewrap_ddp
+from faircl.methods.scale import cached_training_step, close_worker_group, rewrap_ddp
 from faircl.methods.selection import monitor_mode as resolve_monitor_mode
 from faircl.methods.selection import monitor_spec, selection_scores
 from faircl.methods.steplog import log_epoch_terms, record_train_terms, stack_terms
@@ -342,6 +342,10 @@ class FairModule(L.LightningModule):
 
     def on_train_epoch_end(self) -> None:
         log_epoch_terms(self)  # the epoch means of the loss terms, as train/<name>
+
+    def teardown(self, stage: str) -> None:
+        super().teardown(stage)
+        close_worker_group(self._trainer)  # a spawned rank closes its process group before its process exits
 
     def on_fit_start(self) -> None:
         # Under ddp_spawn, ranks share metric state tensors until the first reset.

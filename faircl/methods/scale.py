@@ -15,19 +15,25 @@ Staged methods under DDP: a method freezes the parameters its current stage does
 ``DistributedDataParallel`` wrapper over the trainable parameters at every stage start, so DDP neither waits for
 unused parameters nor misses the gradients of parameters unfrozen later. The optimiser is built once over every
 parameter (frozen ones simply receive no gradient).
+
+Spawned ranks (``ddp_spawn``, ``ddp_fork``, ``ddp_notebook``): each rank is a child process that exits when its
+``fit`` / ``test`` returns. :func:`close_worker_group` closes its process group at the end of a successful run
+(the ``teardown`` hook), so no gloo thread is torn down unjoined at the child's exit (``terminate called without an
+active exception``, SIGABRT, seen on a busy machine).
 """
 
 from __future__ import annotations
 
+import multiprocessing
 from typing import Any, Hashable
 
 import lightning as L
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from faircl.utils import GradientCache
+from faircl.utils import GradientCache, end_distributed
 
-__all__ = ["cached_training_step", "rewrap_ddp", "step_epoch_schedulers"]
+__all__ = ["cached_training_step", "close_worker_group", "rewrap_ddp", "step_epoch_schedulers"]
 
 
 def _listify(obj: Any) -> list[Any]:
@@ -92,3 +98,17 @@ def rewrap_ddp(trainer: L.Trainer, module: torch.nn.Module, wrapped: Hashable = 
     strategy.model = module
     strategy.configure_ddp()
     return id(strategy.model), trainable
+
+
+def close_worker_group(trainer: Any) -> bool:
+    """In a rank started by Lightning's multiprocessing launcher (a child process that ends with this run), wait for
+    every rank and close the process group; elsewhere (one process, the ``ddp`` launcher whose ranks run further
+    commands in the same process) do nothing. Returns whether it closed the group. Call it only after a run that
+    succeeded on this rank (Lightning calls the ``teardown`` hook only then)."""
+    launcher = getattr(getattr(trainer, "strategy", None), "launcher", None)
+    if type(launcher).__name__ != "_MultiProcessingLauncher" or multiprocessing.parent_process() is None:
+        return False
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return False
+    end_distributed(barrier=True)
+    return True
