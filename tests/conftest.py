@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch.multiprocessing as mp
 
-from faircl.testing import make_tiny_bert
+from faircl.testing import make_tiny_bert, rerun_on_exit_abort, run_then_leave
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -22,7 +22,11 @@ LONG = os.environ.get("FAIRCL_LONG_TESTS") == "1"
 
 def pytest_collection_modifyitems(config, items):
     """Tests marked ``long`` (minutes each: extra resume cases, whole benchmark smoke runs) run only with
-    ``FAIRCL_LONG_TESTS=1`` (``make test-long``); ``make test`` reports them as skipped with this reason."""
+    ``FAIRCL_LONG_TESTS=1`` (``make test-long``); ``make test`` reports them as skipped with this reason. Tests
+    marked ``ddp`` run once more when a process aborted at exit (:func:`faircl.testing.rerun_on_exit_abort`)."""
+    for item in items:
+        if "ddp" in item.keywords and isinstance(item, pytest.Function):
+            item.obj = rerun_on_exit_abort(item.obj)
     if LONG:
         return
     skip = pytest.mark.skip(reason="long test: runs with FAIRCL_LONG_TESTS=1 (make test-long)")
@@ -67,11 +71,12 @@ def free_port() -> Callable[[], int]:
 @pytest.fixture()
 def spawn_ddp() -> Callable[..., None]:
     """``spawn_ddp(worker, *args, nprocs=2)``: run ``worker(rank, port, *args)`` in ``nprocs`` spawned processes
-    (``port``: a free port for ``init_process_group``) and wait for them."""
+    (``port``: a free port for ``init_process_group``) and wait for them. Each process ends right after ``worker``
+    returns (:func:`faircl.testing.run_then_leave`)."""
     def run(worker: Callable[..., None], *args, nprocs: int = 2) -> None:
         for attempt in range(3):
             try:
-                mp.spawn(worker, args=(_free_port(), *args), nprocs=nprocs, join=True)
+                mp.spawn(run_then_leave, args=(worker, _free_port(), *args), nprocs=nprocs, join=True)
                 return
             except mp.ProcessRaisedException as err:  # the port was free when drawn, not when the store bound it
                 if attempt == 2 or not _port_taken(str(err)):

@@ -13,6 +13,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from faircl.testing import run_then_leave
+
 WORLD = 2
 N = 600
 NUM_GROUPS = 3
@@ -113,5 +115,5 @@ def free_port() -> int:
 
 
 if __name__ == "__main__":
-    mp.spawn(worker, args=(free_port(),), nprocs=WORLD, join=True)
+    mp.spawn(run_then_leave, args=(worker, free_port()), nprocs=WORLD, join=True)
     sys.exit(0)
