@@ -10,7 +10,8 @@ Where runs live:
   baseline is trained once per protocol version and seed, then reused.
 
 Each run folder holds ``config.yaml`` (what was run), ``run.log`` (its output) and, once both commands succeeded,
-``run.json`` (the test report's path and the wall time). A folder without ``run.json`` is an interrupted run: it is
+``run.json`` (the test report's path, the wall time and, under a selection rule, the epoch it picked and why; the rule
+and the metrics of every epoch are in ``selection.yaml`` and ``epochs.json``: :mod:`faircl.bench.selection`). A folder without ``run.json`` is an interrupted run: it is
 cleared and run again, so a killed bench resumes where it stopped.
 """
 
@@ -30,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from faircl.bench.selection import pick_epoch, selection_callbacks
 from faircl.bench.spec import Protocol, deep_merge
 from faircl.cli.names import CLIError
 from faircl.cli.workers import RunPool
@@ -114,13 +116,22 @@ class RunTask:
                                          "enable_model_summary": False})
         trainer.setdefault("accelerator", "cpu")
         trainer.setdefault("devices", 1)
-        if p.selection.get("monitor"):
-            trainer["callbacks"] = [{"class_path": "lightning.pytorch.callbacks.ModelCheckpoint", "init_args": {
-                "monitor": p.selection["monitor"], "mode": p.selection.get("mode", "max"), "save_top_k": 1,
-                "filename": "best-{epoch}-{step}"}}]
+        callbacks = selection_callbacks(p.selection, self.folder)
+        if callbacks:
+            trainer["callbacks"] = callbacks
         data = deep_merge(p.data, {"init_args": {"two_views": True}} if self.two_views else {})
         return {"seed_everything": int(self.seed), "trainer": trainer, "data": data,
                 "model": {"class_path": self.class_path, "init_args": deep_merge(p.model, self.init_args)}}
+
+    def prepare(self) -> None:
+        """An empty run folder (an interrupted run's is cleared) with ``config.yaml`` and, under a selection rule,
+        ``selection.yaml``: what :func:`run_one` runs."""
+        if self.folder.exists():
+            shutil.rmtree(self.folder)
+        self.folder.mkdir(parents=True)
+        (self.folder / "config.yaml").write_text(yaml.safe_dump(self.config(), sort_keys=False))
+        if "rule" in self.protocol.selection:
+            (self.folder / "selection.yaml").write_text(yaml.safe_dump(self.protocol.selection, sort_keys=False))
 
     @property
     def done(self) -> bool:
@@ -164,6 +175,9 @@ def run_one(folder: str) -> int:
         cli = run_cli(["fit", "--config", str(root / "config.yaml")])
         ckpt_cb = cli.trainer.checkpoint_callback
         best = getattr(ckpt_cb, "best_model_path", "") or getattr(ckpt_cb, "last_model_path", "")
+        chosen = None
+        if (root / "selection.yaml").is_file():  # a selection rule: choose among the checkpoints of every epoch
+            best, chosen = _pick_checkpoint(root, Path(ckpt_cb.dirpath))
         if not best:
             print("faircl bench: the fit saved no checkpoint", file=sys.stderr)
             return 1
@@ -181,10 +195,33 @@ def run_one(folder: str) -> int:
         return 1
     record = {"report": str(report.relative_to(root)), "checkpoint": str(Path(best).relative_to(root)),
               "fit_s": round(fit_s, 3), "wall_s": round(time.perf_counter() - start, 3)}
+    if chosen is not None:
+        record["selected"] = chosen
     tmp = root / "run.json.tmp"
     tmp.write_text(json.dumps(record, indent=2))
     tmp.replace(root / "run.json")
     return 0
+
+
+def _pick_checkpoint(root: Path, ckpt_dir: Path) -> tuple[str, dict[str, Any]]:
+    """The checkpoint the protocol's selection rule (``selection.yaml``) picks from the validation metrics of every
+    epoch (``epochs.json``); the other epochs' checkpoints are deleted. Returns its path and ``{"rule", "epoch",
+    "why"}`` (the reason is printed too)."""
+    from faircl.bench.selection import check_selection
+
+    selection = check_selection(yaml.safe_load((root / "selection.yaml").read_text()), str(root / "selection.yaml"))
+    history = root / "epochs.json"
+    epoch, why = pick_epoch(json.loads(history.read_text()) if history.is_file() else [], selection)
+    files = {p: p.stem.removeprefix("epoch=") for p in ckpt_dir.glob("epoch=*.ckpt")}
+    chosen = [p for p, e in files.items() if e == str(epoch)]
+    if not chosen:
+        raise FileNotFoundError(f"faircl bench: the selection rule picked epoch {epoch}, but {ckpt_dir} holds no "
+                                f"epoch={epoch}.ckpt (found: {sorted(p.name for p in files)})")
+    for p in files:
+        if p != chosen[0]:
+            p.unlink()
+    print(f"faircl bench: selection ({selection['rule']}): {why}", flush=True)
+    return str(chosen[0]), {"rule": selection["rule"], "epoch": epoch, "why": why}
 
 
 def _tail(path: Path, lines: int = 1) -> str:
@@ -210,10 +247,7 @@ def run_tasks(tasks: list[RunTask], say=print, fresh: bool = False) -> list[str]
     failures, times, t0 = [], [], time.perf_counter()
     env = {"FAIRCL_BENCH_PATH": os.getcwd()}
     for i, task in enumerate(todo, 1):
-        if task.folder.exists():
-            shutil.rmtree(task.folder)  # an interrupted run: start it again
-        task.folder.mkdir(parents=True)
-        (task.folder / "config.yaml").write_text(yaml.safe_dump(task.config(), sort_keys=False))
+        task.prepare()
         start = time.perf_counter()
         log = task.folder / "run.log"
         if pool is not None:

@@ -14,7 +14,7 @@ checkpoint a run is judged on: ``selection``), the baselines, and the claims wit
     data: {class_path: SynthBios, init_args: {bias: 0.8, representation: tokens, batch_size: 64}}
     model: {encoder: bow, encoder_kwargs: {embed_dim: 64, hidden_dim: 128}, lr: 0.003}
     trainer: {max_epochs: 8}
-    selection: {monitor: val/accuracy, mode: max}
+    selection: {monitor: val/accuracy, mode: max}   # or {rule: gap_within} (Shen's), {rule: last}
     seeds: 5
     baselines: {CE: {class_path: CE}}
     claims:
@@ -40,6 +40,7 @@ from typing import Any
 
 import yaml
 
+from faircl.bench.selection import check_selection
 from faircl.cli.names import CLIError
 from faircl.data.locations import DATA_ENV, default_data_dir
 
@@ -201,7 +202,7 @@ def _protocol(name: str, suite: str, files: dict[str, Path], quick: bool) -> Pro
     return Protocol(
         name=name, suite=suite, version=int(raw["version"]), title=str(raw.get("title", name)),
         input_kind=str(raw["input_kind"]), data=raw["data"], model=dict(raw["model"] or {}),
-        trainer=dict(raw["trainer"] or {}), selection=dict(raw.get("selection") or {}),
+        trainer=dict(raw["trainer"] or {}), selection=check_selection(dict(raw.get("selection") or {}), str(path)),
         seeds=int(raw.get("seeds", 3)), baselines=baselines, claims=_claims(path, raw["claims"], baselines),
         paper=str(raw.get("paper", "")), views=bool(raw.get("views", False)), requires_data=raw.get("requires_data"),
         control=bool(raw.get("control", False)), notes=str(raw.get("notes", "")).strip(), quick=quick,

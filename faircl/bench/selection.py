@@ -1,0 +1,103 @@
+"""Selection rules of a protocol: which checkpoint of a run its claims are judged on.
+
+A protocol's ``selection`` is one of:
+
+- ``{monitor: val/accuracy, mode: max}``: Lightning's best checkpoint by one validation metric (``val/dto`` with
+  ``mode: min`` is fairlib's DTO selection);
+- ``{rule: gap_within, accuracy: val/accuracy, gap: val/tpr_gap_rms, tolerance: 0.01}``: Shen et al.'s rule, the
+  epoch of lowest validation gap among the epochs whose validation accuracy is within ``tolerance`` (1 point) of the
+  run's best;
+- ``{rule: last}``: a fixed budget, the last epoch (finDML's and Martin & Ogbuokiri's protocols).
+
+A rule keeps a checkpoint of every epoch and the validation metrics of every epoch (:class:`faircl.bench.history.EpochHistory`,
+written to ``epochs.json`` in the run folder); after the fit :func:`pick_epoch` chooses one, the others are deleted.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from faircl.cli.names import CLIError
+
+__all__ = ["RULES", "check_selection", "pick_epoch", "selection_callbacks"]
+
+#: rule name: (its arguments with their defaults, what it picks)
+RULES: dict[str, tuple[dict[str, Any], str]] = {
+    "gap_within": ({"accuracy": "val/accuracy", "gap": "val/tpr_gap_rms", "tolerance": 0.01},
+                   "the lowest validation gap among the epochs within tolerance of the best validation accuracy"),
+    "last": ({}, "the last epoch (a fixed budget)"),
+}
+
+
+def check_selection(selection: dict[str, Any], where: str) -> dict[str, Any]:
+    """``selection`` with a rule's defaults filled in; a clear error (naming ``where``) for anything else."""
+    if not selection:
+        return {}
+    if "rule" not in selection:
+        unknown = set(selection) - {"monitor", "mode"}
+        if unknown or "monitor" not in selection:
+            raise CLIError(f"bench: {where}: 'selection' is {{monitor: <val metric>, mode: max|min}} or {{rule: "
+                           f"{'|'.join(RULES)}, ...}}, got {selection!r}")
+        if selection.get("mode", "max") not in ("max", "min"):
+            raise CLIError(f"bench: {where}: selection mode must be max or min, got {selection['mode']!r}")
+        return dict(selection)
+    rule = selection["rule"]
+    if rule not in RULES:
+        raise CLIError(f"bench: {where}: unknown selection rule {rule!r} (rules: {', '.join(RULES)})")
+    defaults = RULES[rule][0]
+    unknown = set(selection) - set(defaults) - {"rule"}
+    if unknown:
+        raise CLIError(f"bench: {where}: selection rule {rule!r} takes {sorted(defaults) or 'no arguments'}, not "
+                       f"{sorted(unknown)}")
+    out = {"rule": rule, **defaults, **{k: v for k, v in selection.items() if k != "rule"}}
+    if rule == "gap_within" and not (isinstance(out["tolerance"], (int, float)) and out["tolerance"] >= 0):
+        raise CLIError(f"bench: {where}: selection tolerance must be a number >= 0 (0.01 = 1 point), got "
+                       f"{out['tolerance']!r}")
+    return out
+
+
+def selection_callbacks(selection: dict[str, Any], folder: Path) -> list[dict[str, Any]]:
+    """The ``trainer.callbacks`` entries that carry out ``selection`` in a run writing to ``folder``."""
+    if not selection:
+        return []
+    if "rule" not in selection:
+        return [{"class_path": "lightning.pytorch.callbacks.ModelCheckpoint", "init_args": {
+            "monitor": selection["monitor"], "mode": selection.get("mode", "max"), "save_top_k": 1,
+            "filename": "best-{epoch}-{step}"}}]
+    return [{"class_path": "lightning.pytorch.callbacks.ModelCheckpoint", "init_args": {
+                "save_top_k": -1, "filename": "epoch={epoch}", "auto_insert_metric_name": False}},
+            {"class_path": "faircl.bench.history.EpochHistory", "init_args": {"path": str(folder / "epochs.json")}}]
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def pick_epoch(history: list[dict[str, Any]], selection: dict[str, Any]) -> tuple[int, str]:
+    """The epoch ``selection`` (a rule, :func:`check_selection`) picks from ``history`` (:class:`~faircl.bench.history.EpochHistory`), and
+    a sentence that says why. Raises ``ValueError`` when no epoch was validated."""
+    if not history:
+        raise ValueError("no epoch was validated: nothing to select from")
+    rule = selection["rule"]
+    if rule == "last":
+        last = max(e["epoch"] for e in history)
+        return last, f"the last epoch ({last})"
+    acc_key, gap_key, tol = selection["accuracy"], selection["gap"], float(selection["tolerance"])
+    scored = [e for e in history if _finite(e["metrics"].get(acc_key))]
+    if not scored:
+        raise ValueError(f"no epoch logged a finite {acc_key}: nothing to select from")
+    best_acc = max(e["metrics"][acc_key] for e in scored)
+    # a tolerance of round-off size: an accuracy equal to the bound in exact arithmetic stays in
+    near = [e for e in scored if e["metrics"][acc_key] >= best_acc - tol - 1e-12]
+    with_gap = [e for e in near if _finite(e["metrics"].get(gap_key))]
+    if not with_gap:
+        top = min((e for e in near if e["metrics"][acc_key] == best_acc), key=lambda e: e["epoch"])
+        return top["epoch"], (f"epoch {top['epoch']}: the best {acc_key} ({best_acc:.4f}); no epoch within "
+                              f"{tol:g} of it logged a finite {gap_key}")
+    chosen = min(with_gap, key=lambda e: (e["metrics"][gap_key], e["epoch"]))
+    m = chosen["metrics"]
+    return chosen["epoch"], (f"epoch {chosen['epoch']}: the lowest {gap_key} ({m[gap_key]:.4f}) among the "
+                             f"{len(near)} epoch(s) whose {acc_key} is within {tol:g} of the best ({best_acc:.4f}; "
+                             f"this epoch {m[acc_key]:.4f})")
