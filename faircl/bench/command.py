@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from faircl.bench.selection import describe
 from faircl.bench.runner import MethodSpec, default_cache, plan, resolve_method, run_tasks
 from faircl.bench.spec import load_suite, suite_names
 from faircl.cli.names import CLIError
@@ -90,7 +91,8 @@ def _list() -> int:
             claims = "; ".join(f"lowers {c.gap} vs {c.baseline}" + (" and leakage" if c.leakage else "")
                                for c in p.claims)
             print(f"  {p.name} (v{p.version}, {p.input_kind}{', control' if p.control else ''}): {p.title}")
-            print(f"      {p.seeds} seeds, {p.trainer.get('max_epochs', '?')} epochs; claims: {claims}"
+            print(f"      {p.seeds} seeds, {p.trainer.get('max_epochs', '?')} epochs, selection {describe(p.selection)}; "
+                  f"claims: {claims}"
                   + (f"; paper: {p.paper}" if p.paper else "") + (f"\n      not runnable here: {need}" if need
                                                                      else ""))
     return 0

@@ -21,7 +21,7 @@ from typing import Any
 
 from faircl.cli.names import CLIError
 
-__all__ = ["RULES", "check_selection", "pick_epoch", "selection_callbacks"]
+__all__ = ["RULES", "check_selection", "describe", "pick_epoch", "selection_callbacks"]
 
 #: rule name: (its arguments with their defaults, what it picks)
 RULES: dict[str, tuple[dict[str, Any], str]] = {
@@ -56,6 +56,18 @@ def check_selection(selection: dict[str, Any], where: str) -> dict[str, Any]:
         raise CLIError(f"bench: {where}: selection tolerance must be a number >= 0 (0.01 = 1 point), got "
                        f"{out['tolerance']!r}")
     return out
+
+
+def describe(selection: dict[str, Any]) -> str:
+    """A few words for ``selection``: ``best val/accuracy``, ``gap_within 0.01 of the best val/accuracy``, ``last``."""
+    if not selection:
+        return "the last checkpoint"
+    if "rule" not in selection:
+        return f"{'best' if selection.get('mode', 'max') == 'max' else 'lowest'} {selection['monitor']}"
+    if selection["rule"] == "gap_within":
+        return (f"lowest {selection['gap']} within {selection['tolerance']:g} of the best {selection['accuracy']} "
+                "(Shen's rule)")
+    return "the last epoch"
 
 
 def selection_callbacks(selection: dict[str, Any], folder: Path) -> list[dict[str, Any]]:

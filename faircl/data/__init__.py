@@ -18,7 +18,8 @@ from faircl.data.feature_cache import FeatureCache
 from faircl.data.io import UNKNOWN_VALUES, DataError, read_table, stratified_split
 from faircl.data.samplers import GroupBalancedBatchSampler, SamplesPerClassSampler, StratifiedBatchSampler
 from faircl.data.synthetic import BiasedFeatures, ColoredDigits, SynthBios
-from faircl.data.text import BiasInBios, HateSpeech, Jigsaw, JigsawTemplates, Moji, TextCSV, TextDataModule
+from faircl.data.text import (BiasInBios, HateSpeech, Jigsaw, JigsawTemplates, Moji, SynthBiosText, TextCSV,
+                              TextDataModule)
 from faircl.data.vision import (CUB200, CelebA, ImageCSV, ImageFairDataModule, UTKFace, imbalance_rows,
                                 induce_imbalance, subset)
 from faircl.data.vocab import WordVocab
@@ -29,7 +30,7 @@ DATAMODULES: dict[str, type[FairDataModule]] = {
     cls.__name__: cls
     for cls in (
         BiasedFeatures, SynthBios, ColoredDigits,
-        BiasInBios, Moji, Jigsaw, HateSpeech, JigsawTemplates, TextCSV,
+        BiasInBios, Moji, Jigsaw, HateSpeech, JigsawTemplates, TextCSV, SynthBiosText,
         UTKFace, CelebA, CUB200, ImageCSV,
         CounterfactualTuples,
     )
@@ -45,7 +46,7 @@ __all__ = [
     "DATAMODULES", "available_datamodules",
     "DataError", "FairDataModule", "FairDataset", "encode_groups", "UNKNOWN_VALUES", "read_table", "stratified_split",
     "BiasedFeatures", "ColoredDigits", "SynthBios",
-    "TextDataModule", "BiasInBios", "HateSpeech", "Jigsaw", "JigsawTemplates", "Moji", "TextCSV",
+    "TextDataModule", "BiasInBios", "HateSpeech", "Jigsaw", "JigsawTemplates", "Moji", "TextCSV", "SynthBiosText",
     "ImageFairDataModule", "UTKFace", "CelebA", "CUB200", "ImageCSV", "imbalance_rows", "induce_imbalance", "subset",
     "CDA", "AttributeLexicon", "CounterfactualTuples", "LLMAugmenter", "OpenAIChatBackend", "PolarityReport",
     "TupleDataset", "make_cda_tuples", "polarity_check", "read_texts", "read_tuple_file", "write_tuple_file",

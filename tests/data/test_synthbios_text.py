@@ -1,0 +1,46 @@
+"""SynthBiosText: SynthBios's bios through the text pipeline — the same rows as SynthBios for a seed, the two-class
+stereotype task with the planted train agreement, frozen features with cached views, and bad arguments refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from faircl.data import SynthBios, SynthBiosText
+from faircl.data.synthetic import _PROFESSIONS
+
+
+def test_same_bios_as_synthbios_and_the_stereotype_task():
+    gen = SynthBios(n_train=3000, n_val=400, n_test=400, representation="text", seed=3).splits
+    prof = SynthBiosText(n_train=3000, n_val=400, n_test=400, representation="text", seed=3)
+    two = SynthBiosText(n_train=3000, n_val=400, n_test=400, representation="text", seed=3, task="stereotype")
+    stereo = np.array([_PROFESSIONS[p][0] for p in prof.class_names])
+    for split in ("train", "val", "test"):
+        assert list(prof.splits[split].x) == list(gen[split].x) == list(two.splits[split].x)
+        assert torch.equal(prof.splits[split].y, gen[split].y) and torch.equal(prof.splits[split].a, gen[split].a)
+        assert np.array_equal(two.splits[split].y.numpy(), stereo[gen[split].y.numpy()])
+    assert two.class_names == ["male-stereotyped profession", "female-stereotyped profession"]
+    agree = {s: float((two.splits[s].y == two.splits[s].a).float().mean()) for s in ("train", "val", "test")}
+    assert abs(agree["train"] - 0.8) < 0.03  # the planted stereotype (3000 rows: sd 0.007)
+    assert abs(agree["val"] - 0.5) < 0.1 and abs(agree["test"] - 0.5) < 0.1  # balanced evaluation splits
+    assert two.input_kind == "text"
+
+
+def test_frozen_features_with_cached_views(tiny_bert, tmp_path):
+    kw = dict(n_train=40, n_val=20, n_test=20, task="stereotype", features="frozen", encoder_dir=tiny_bert,
+              cache_dir=str(tmp_path / "cache"), max_length=32)
+    dm = SynthBiosText(two_views=True, frozen_views=2, eda_p=0.3, **kw)
+    assert dm.input_kind == "features" and dm.input_dim == 16
+    pair = dm.splits["train"][0]
+    assert pair["x"].shape == pair["x2"].shape == (16,)
+    plain = SynthBiosText(**kw).splits
+    torch.testing.assert_close(plain["test"][3]["x"], dm.splits["test"][3]["x"])  # views never reach evaluation
+    assert "x2" not in plain["test"][3]
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError, match="task='gender' must be one of"):
+        SynthBiosText(task="gender")
+    with pytest.raises(ValueError, match="takes no data_dir"):
+        SynthBiosText(data_dir="somewhere")
