@@ -9,19 +9,23 @@ from typing import Any
 
 from lightning.pytorch.callbacks import Callback
 
+from faircl.checkpoints import final_stage_or_unreachable
+
 __all__ = ["EpochHistory"]
 
 
 class EpochHistory(Callback):
-    """Writes the validation metrics of every epoch (sanity checks left out) to ``path`` as a JSON list of
-    ``{"epoch": e, "metrics": {name: value}}``, rewritten at each validation end (rank 0)."""
+    """Writes the validation metrics of every epoch of the final training stage (sanity checks left out; every
+    epoch for a method without stages, or when the budget never reaches the final stage) to ``path`` as a JSON list
+    of ``{"epoch": e, "metrics": {name: value}}``, rewritten at each validation end (rank 0). An epoch of an earlier
+    stage is never a candidate: a staged method's first stage is not the method (INLP's is plain CE)."""
 
     def __init__(self, path: str) -> None:
         self.path = Path(path)
         self.epochs: list[dict[str, Any]] = []
 
     def on_validation_end(self, trainer, pl_module) -> None:
-        if trainer.sanity_checking or not trainer.is_global_zero:
+        if trainer.sanity_checking or not trainer.is_global_zero or not final_stage_or_unreachable(trainer):
             return
         metrics = {k: float(v) for k, v in trainer.callback_metrics.items()
                    if k.startswith("val/") and getattr(v, "numel", lambda: 1)() == 1}

@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from faircl.bench.selection import pick_epoch, selection_callbacks
+from faircl.bench.selection import check_selection, pick_epoch, selection_callbacks
 from faircl.bench.spec import Protocol, deep_merge
 from faircl.cli.names import CLIError
 from faircl.cli.workers import RunPool
@@ -207,7 +207,6 @@ def _pick_checkpoint(root: Path, ckpt_dir: Path) -> tuple[str, dict[str, Any]]:
     """The checkpoint the protocol's selection rule (``selection.yaml``) picks from the validation metrics of every
     epoch (``epochs.json``); the other epochs' checkpoints are deleted. Returns its path and ``{"rule", "epoch",
     "why"}`` (the reason is printed too)."""
-    from faircl.bench.selection import check_selection
 
     selection = check_selection(yaml.safe_load((root / "selection.yaml").read_text()), str(root / "selection.yaml"))
     history = root / "epochs.json"

@@ -17,9 +17,8 @@ from faircl.data.counterfactual import (CDA, AttributeLexicon, CounterfactualTup
 from faircl.data.feature_cache import FeatureCache
 from faircl.data.io import UNKNOWN_VALUES, DataError, read_table, stratified_split
 from faircl.data.samplers import GroupBalancedBatchSampler, SamplesPerClassSampler, StratifiedBatchSampler
-from faircl.data.synthetic import BiasedFeatures, ColoredDigits, SynthBios
-from faircl.data.text import (BiasInBios, HateSpeech, Jigsaw, JigsawTemplates, Moji, SynthBiosText, TextCSV,
-                              TextDataModule)
+from faircl.data.synthetic import BiasedFeatures, ColoredDigits, SynthBios, SynthBiosText
+from faircl.data.text import BiasInBios, HateSpeech, Jigsaw, JigsawTemplates, Moji, TextCSV, TextDataModule
 from faircl.data.vision import (CUB200, CelebA, ImageCSV, ImageFairDataModule, UTKFace, imbalance_rows,
                                 induce_imbalance, subset)
 from faircl.data.vocab import WordVocab

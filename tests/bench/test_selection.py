@@ -124,3 +124,21 @@ def test_a_run_under_shens_rule_tests_the_epoch_the_rule_picks(tmp_path, monkeyp
     assert [p.name for p in ckpts] == [f"epoch={record['selected']['epoch']}.ckpt"]  # the others are deleted
     report = json.loads((task.folder / record["report"]).read_text())
     assert report["meta"]["checkpoint"] == str(task.folder / record["checkpoint"])  # what the test loaded
+
+
+def test_a_staged_method_is_selected_among_its_final_stage_epochs_only(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "suite").mkdir()
+    (tmp_path / "suite" / "p.yaml").write_text(PROTOCOL.replace("SELECTION", "{rule: gap_within, tolerance: 1.0}"))
+    (protocol,) = load_suite(str(tmp_path / "suite"))
+    from faircl.methods import INLP
+    spec = MethodSpec("INLP", "faircl.methods.INLP", {"stage1_epochs": 2, "n_clf": 2}, INLP)
+    task = plan(protocol, spec, [0], tmp_path / "out", tmp_path / "cache")[-1]
+    assert not task.baseline
+    task.prepare()
+    assert run_one(str(task.folder)) == 0
+    history = json.loads((task.folder / "epochs.json").read_text())
+    # stage 1 (epochs 0-1) is plain CE: with a tolerance of 100 points it would win on a lower gap if it were a
+    # candidate; only the final stage's epochs are
+    assert [e["epoch"] for e in history] == [2, 3]
+    assert task.record()["selected"]["epoch"] in (2, 3)

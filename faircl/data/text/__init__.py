@@ -8,7 +8,6 @@ DataModule           files (under ``data_dir``)                                 
 ``Jigsaw``           Kaggle unintended-bias ``train.csv`` (or WILDS CivilComments)  toxicity ≥ 0.5 / identity
 ``HateSpeech``       Huang et al. (2020) ``<Language>_{train,valid,test}.tsv``    hate / gender, age, country, ethnicity
 ``JigsawTemplates``  Dixon et al. (2018) ``en_sentence_templates.csv``            toxicity / identity term (eval only)
-``SynthBiosText``    none: SynthBios's generated template bios                    profession (or its stereotype) / gender
 ``TextCSV``          any CSV/TSV with named text, label and attribute columns      configured
 ===================  ==========================================================  ==============================
 """
@@ -20,11 +19,9 @@ from faircl.data.text.csv import TextCSV
 from faircl.data.text.hate_speech import HATE_ATTRIBUTES, HateSpeech
 from faircl.data.text.jigsaw import Jigsaw
 from faircl.data.text.moji import Moji
-from faircl.data.text.synthbios import SYNTHBIOS_TASKS, SynthBiosText
 from faircl.data.text.templates import JigsawTemplates
 
 __all__ = [
-    "BIOS_PROFESSIONS", "FEATURES", "HATE_ATTRIBUTES", "REPRESENTATIONS", "SYNTHBIOS_TASKS", "BiasInBios", "HateSpeech",
-    "Jigsaw", "JigsawTemplates", "Moji", "RawSplit", "SynthBiosText", "TextCSV", "TextDataModule", "make_eda",
-    "stratified_split",
+    "BIOS_PROFESSIONS", "FEATURES", "HATE_ATTRIBUTES", "REPRESENTATIONS", "BiasInBios", "HateSpeech", "Jigsaw",
+    "JigsawTemplates", "Moji", "RawSplit", "TextCSV", "TextDataModule", "make_eda", "stratified_split",
 ]
