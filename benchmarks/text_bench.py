@@ -115,8 +115,8 @@ def render(work: Path, out: Path, walls: dict[str, float]) -> None:
              "MLP, batch 256, 15 epochs, Shen's selection rule, 8 seeds, CE baseline (trained once, cached, shared "
              "by every method). Before: `benchmarks/results/text_fairness.md` (its first family, part a). Values "
              "×100; Δ = method − CE paired by seed; [95% CI].", ""]
-    lines += ["| method | claim | before: Δ (script) | before: verdict | after: Δ (bench) | after: verdict | "
-              "control (after) | bench wall time |", "|---|---|---|---|---|---|---|---|"]
+    lines += ["| claim | before: Δ (script) | before: verdict | after: Δ (bench) | after: verdict | "
+              "control (after) | bench wall time |", "|---|---|---|---|---|---|---|"]
     for label, (_, _, prefix) in METHODS.items():
         folder = work / slug(label)
         if not (folder / "results.csv").is_file():
@@ -131,7 +131,7 @@ def render(work: Path, out: Path, walls: dict[str, float]) -> None:
             leak = r["gap"].startswith("leakage")
             match = [o for o in old if ("Leak@h" in o["claim"]) == leak]
             b_eff, b_ver = (match[0]["effect"], match[0]["verdict"]) if match else ("—", "not in the script")
-            lines.append(f"| {label} | lowers {r['gap']} vs CE | {b_eff} | {b_ver} | {fmt(r)} | **{r['verdict']}** "
+            lines.append(f"| {label} lowers {r['gap']} vs CE | {b_eff} | {b_ver} | {fmt(r)} | **{r['verdict']}** "
                          f"| {ctrl.get(r['gap'], '—')} | {wall / 60:.1f} min |")
     lines += ["", DIFFERENCES]
     out.write_text("\n".join(lines) + "\n")

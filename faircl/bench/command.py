@@ -91,7 +91,8 @@ def _list() -> int:
             claims = "; ".join(f"lowers {c.gap} vs {c.baseline}" + (" and leakage" if c.leakage else "")
                                for c in p.claims)
             print(f"  {p.name} (v{p.version}, {p.input_kind}{', control' if p.control else ''}): {p.title}")
-            print(f"      {p.seeds} seeds, {p.trainer.get('max_epochs', '?')} epochs, selection {describe(p.selection)}; "
+            print(f"      {p.seeds} seeds, {p.trainer.get('max_epochs', '?')} epochs, "
+                  f"selection {describe(p.selection)}; "
                   f"claims: {claims}"
                   + (f"; paper: {p.paper}" if p.paper else "") + (f"\n      not runnable here: {need}" if need
                                                                      else ""))

@@ -10,9 +10,10 @@ Where runs live:
   baseline is trained once per protocol version and seed, then reused.
 
 Each run folder holds ``config.yaml`` (what was run), ``run.log`` (its output) and, once both commands succeeded,
-``run.json`` (the test report's path, the wall time and, under a selection rule, the epoch it picked and why; the rule
-and the metrics of every epoch are in ``selection.yaml`` and ``epochs.json``: :mod:`faircl.bench.selection`). A folder without ``run.json`` is an interrupted run: it is
-cleared and run again, so a killed bench resumes where it stopped.
+``run.json`` (the test report's path, the wall time and, under a selection rule, the epoch it picked and why; the
+rule and the metrics of every epoch are in ``selection.yaml`` and ``epochs.json``: :mod:`faircl.bench.selection`). A
+folder without ``run.json`` is an interrupted run: it is cleared and run again, so a killed bench resumes where it
+stopped.
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ A protocol's ``selection`` is one of:
   run's best;
 - ``{rule: last}``: a fixed budget, the last epoch (finDML's and Martin & Ogbuokiri's protocols).
 
-A rule keeps a checkpoint of every epoch and the validation metrics of every epoch (:class:`faircl.bench.history.EpochHistory`,
-written to ``epochs.json`` in the run folder); after the fit :func:`pick_epoch` chooses one, the others are deleted.
+A rule keeps a checkpoint of every epoch and the validation metrics of every epoch of the final training stage
+(:class:`faircl.bench.history.EpochHistory`, written to ``epochs.json`` in the run folder); after the fit
+:func:`pick_epoch` chooses one of those epochs, the other checkpoints are deleted.
 """
 
 from __future__ import annotations
@@ -88,8 +89,9 @@ def _finite(x: Any) -> bool:
 
 
 def pick_epoch(history: list[dict[str, Any]], selection: dict[str, Any]) -> tuple[int, str]:
-    """The epoch ``selection`` (a rule, :func:`check_selection`) picks from ``history`` (:class:`~faircl.bench.history.EpochHistory`), and
-    a sentence that says why. Raises ``ValueError`` when no epoch was validated."""
+    """The epoch ``selection`` (a rule, :func:`check_selection`) picks from ``history``
+    (:class:`~faircl.bench.history.EpochHistory`), and a sentence that says why. Raises ``ValueError`` when no
+    epoch was validated."""
     if not history:
         raise ValueError("no epoch was validated: nothing to select from")
     rule = selection["rule"]

@@ -20,7 +20,8 @@ SHEN = check_selection({"rule": "gap_within"}, "test")
 
 
 def _history(acc, gap):
-    return [{"epoch": e, "metrics": {"val/accuracy": a, "val/tpr_gap_rms": g}} for e, (a, g) in enumerate(zip(acc, gap))]
+    return [{"epoch": e, "metrics": {"val/accuracy": a, "val/tpr_gap_rms": g}}
+            for e, (a, g) in enumerate(zip(acc, gap))]
 
 
 def _reference(acc, gap, tol):

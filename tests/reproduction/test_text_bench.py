@@ -42,7 +42,7 @@ def test_render_pairs_before_and_after(tmp_path):
     _bench_out(tmp_path / "work" / text_bench.slug(label), label)
     out = tmp_path / "text_bench.md"
     text_bench.render(tmp_path / "work", out, {})
-    lines = [ln for ln in out.read_text().splitlines() if ln.startswith(f"| {label} |")]
+    lines = [ln for ln in out.read_text().splitlines() if ln.startswith(f"| {label} lowers")]
     assert len(lines) == 2  # the main protocol's two claims; the control goes into its own column
     gap, leak = lines
     assert "-7.6 [-11.8, -3.4]" in gap and "inconclusive" in gap and "-17.2 [-23.8, -10.6]" in gap
