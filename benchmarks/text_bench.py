@@ -106,7 +106,7 @@ def fmt(row: dict[str, str]) -> str:
     return f"{e:+.1f} [{lo:+.1f}, {hi:+.1f}]"
 
 
-def render(work: Path, out: Path, walls: dict[str, float]) -> None:
+def render(work: Path, out: Path, walls: dict[str, float], note: str = "") -> None:
     before = before_rows()
     lines = ["# The text benchmark's main protocol through `faircl bench`", "",
              f"Regenerate: `.venv/bin/python benchmarks/text_bench.py` (runs under `{work}`). Protocols "
@@ -133,7 +133,10 @@ def render(work: Path, out: Path, walls: dict[str, float]) -> None:
             b_eff, b_ver = (match[0]["effect"], match[0]["verdict"]) if match else ("—", "not in the script")
             lines.append(f"| {label} lowers {r['gap']} vs CE | {b_eff} | {b_ver} | {fmt(r)} | **{r['verdict']}** "
                          f"| {ctrl.get(r['gap'], '—')} | {wall / 60:.1f} min |")
-    lines += ["", DIFFERENCES]
+    total = sum(json.loads((work / slug(lb) / "bench.json").read_text()).get("wall_s", 0.0)
+                for lb in METHODS if (work / slug(lb) / "bench.json").is_file())
+    lines += ["", f"Wall time of the bench invocations: {total / 60:.1f} min in all (the first one also trained and "
+              "cached the 16 CE runs that every later one reused)." + (f" {note}" if note else ""), "", DIFFERENCES]
     out.write_text("\n".join(lines) + "\n")
 
 
@@ -146,6 +149,7 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="the protocols' quick variants (3 seeds, 4 epochs)")
     p.add_argument("--seeds", type=int, default=None)
     p.add_argument("--render", action="store_true", help="only rewrite the results file from --work")
+    p.add_argument("--note", default="", help="a sentence added after the wall time (e.g. the machine's load)")
     opts = p.parse_args()
     work = Path(opts.work)
     names = [m.strip() for m in opts.methods.split(",") if m.strip()]
@@ -160,7 +164,7 @@ def main() -> None:
             walls[label] = time.perf_counter() - start
             if code:
                 print(f"{label}: faircl bench exited {code}", file=sys.stderr)
-    render(work, Path(opts.out), walls)
+    render(work, Path(opts.out), walls, opts.note)
     print(f"wrote {opts.out}")
 
 
