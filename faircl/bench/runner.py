@@ -208,7 +208,6 @@ def _pick_checkpoint(root: Path, ckpt_dir: Path) -> tuple[str, dict[str, Any]]:
     """The checkpoint the protocol's selection rule (``selection.yaml``) picks from the validation metrics of every
     epoch (``epochs.json``); the other epochs' checkpoints are deleted. Returns its path and ``{"rule", "epoch",
     "why"}`` (the reason is printed too)."""
-
     selection = check_selection(yaml.safe_load((root / "selection.yaml").read_text()), str(root / "selection.yaml"))
     history = root / "epochs.json"
     epoch, why = pick_epoch(json.loads(history.read_text()) if history.is_file() else [], selection)

@@ -24,11 +24,10 @@ from faircl.cli.names import CLIError
 
 __all__ = ["RULES", "check_selection", "describe", "pick_epoch", "selection_callbacks"]
 
-#: rule name: (its arguments with their defaults, what it picks)
-RULES: dict[str, tuple[dict[str, Any], str]] = {
-    "gap_within": ({"accuracy": "val/accuracy", "gap": "val/tpr_gap_rms", "tolerance": 0.01},
-                   "the lowest validation gap among the epochs within tolerance of the best validation accuracy"),
-    "last": ({}, "the last epoch (a fixed budget)"),
+#: rule name: its arguments with their defaults (what each rule picks: :func:`describe`)
+RULES: dict[str, dict[str, Any]] = {
+    "gap_within": {"accuracy": "val/accuracy", "gap": "val/tpr_gap_rms", "tolerance": 0.01},
+    "last": {},
 }
 
 
@@ -47,7 +46,7 @@ def check_selection(selection: dict[str, Any], where: str) -> dict[str, Any]:
     rule = selection["rule"]
     if rule not in RULES:
         raise CLIError(f"bench: {where}: unknown selection rule {rule!r} (rules: {', '.join(RULES)})")
-    defaults = RULES[rule][0]
+    defaults = RULES[rule]
     unknown = set(selection) - set(defaults) - {"rule"}
     if unknown:
         raise CLIError(f"bench: {where}: selection rule {rule!r} takes {sorted(defaults) or 'no arguments'}, not "
