@@ -14,17 +14,15 @@ Writes ``benchmarks/results/text_bench.md``; the runs and each invocation's ``re
 from __future__ import annotations
 
 import argparse
-import csv
-import json
-import os
-import re
-import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _bench_grid import (bench_command, bench_rows, bench_wall, default_work, fmt, run_all,  # noqa: E402
+                         script_rows, shown, slug)
+
 OUT = ROOT / "benchmarks" / "results" / "text_bench.md"
 BEFORE = ROOT / "benchmarks" / "results" / "text_fairness.md"
 PROTOCOLS = ("synthbios_minilm", "synthbios_minilm_permuted")
@@ -67,49 +65,22 @@ What differs between the two columns (so the numbers are not expected to agree r
 """
 
 
-def slug(label: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "_", label).strip("_").lower()
-
-
-def bench_command(label: str, cls: str, args: dict, out: Path, quick: bool, seeds: int | None) -> list[str]:
-    faircl = shutil.which("faircl", path=str(Path(sys.executable).parent)) or "faircl"
-    cmd = [faircl, "bench", "text", *sum((["--protocol", p] for p in PROTOCOLS), []), "--method", cls,
-           "--name", label, "--out", str(out)]
-    for k, v in args.items():
-        cmd += [f"--method.init_args.{k}", json.dumps(v)]
-    if quick:
-        cmd.append("--quick")
-    if seeds:
-        cmd += ["--seeds", str(seeds)]
-    return cmd
-
-
 def before_rows() -> dict[str, list[dict[str, str]]]:
     """text_fairness.md's first family, part (a) rows: claim-label prefix → [{claim, effect, verdict}]."""
-    text = BEFORE.read_text()
-    first = text.split("## The same claims at the epoch of lowest validation DTO")[0]
     rows: dict[str, list[dict[str, str]]] = {}
-    for line in first.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) < 10 or not cells[1].startswith("SynthBios two-class, MiniLM"):
+    for row in script_rows(BEFORE):
+        if not row["protocol"].startswith("SynthBios two-class, MiniLM"):
             continue
-        verdict = re.match(r"\*\*(.+?)\*\*", cells[9])
         for _, _, prefix in METHODS.values():
-            if cells[0].startswith(prefix + " lowers"):
-                rows.setdefault(prefix, []).append({"claim": cells[0], "effect": cells[3],
-                                                    "verdict": verdict.group(1) if verdict else cells[9]})
+            if row["claim"].startswith(prefix + " lowers"):
+                rows.setdefault(prefix, []).append(row)
     return rows
-
-
-def fmt(row: dict[str, str]) -> str:
-    e, lo, hi = (100 * float(row[k]) for k in ("effect", "effect_lo", "effect_hi"))
-    return f"{e:+.1f} [{lo:+.1f}, {hi:+.1f}]"
 
 
 def render(work: Path, out: Path, walls: dict[str, float], note: str = "") -> None:
     before = before_rows()
     lines = ["# The text benchmark's main protocol through `faircl bench`", "",
-             f"Regenerate: `.venv/bin/python benchmarks/text_bench.py` (runs under `{work}`). Protocols "
+             f"Regenerate: `.venv/bin/python benchmarks/text_bench.py` (runs under `{shown(work)}`). Protocols "
              f"`text/{PROTOCOLS[0]}` and its attribute-permuted control `text/{PROTOCOLS[1]}` "
              "(`faircl/bench/protocols/text/`): SynthBios two-class on frozen all-MiniLM-L6-v2 features, 2 × 300 tanh "
              "MLP, batch 256, 15 epochs, Shen's selection rule, 8 seeds, CE baseline (trained once, cached, shared "
@@ -119,11 +90,10 @@ def render(work: Path, out: Path, walls: dict[str, float], note: str = "") -> No
               "control (after) | bench wall time |", "|---|---|---|---|---|---|---|"]
     for label, (_, _, prefix) in METHODS.items():
         folder = work / slug(label)
-        if not (folder / "results.csv").is_file():
+        got = bench_rows(folder)
+        if not got:
             continue
-        with open(folder / "results.csv") as fh:
-            got = list(csv.DictReader(fh))
-        wall = json.loads((folder / "bench.json").read_text()).get("wall_s", walls.get(label, 0.0))
+        wall = bench_wall(folder, walls.get(label, 0.0))
         main = [r for r in got if r["protocol"] == PROTOCOLS[0]]
         ctrl = {r["gap"]: r["verdict"] for r in got if r["protocol"] == PROTOCOLS[1]}
         old = before.get(prefix, [])
@@ -133,8 +103,7 @@ def render(work: Path, out: Path, walls: dict[str, float], note: str = "") -> No
             b_eff, b_ver = (match[0]["effect"], match[0]["verdict"]) if match else ("—", "not in the script")
             lines.append(f"| {label} lowers {r['gap']} vs CE | {b_eff} | {b_ver} | {fmt(r)} | **{r['verdict']}** "
                          f"| {ctrl.get(r['gap'], '—')} | {wall / 60:.1f} min |")
-    total = sum(json.loads((work / slug(lb) / "bench.json").read_text()).get("wall_s", 0.0)
-                for lb in METHODS if (work / slug(lb) / "bench.json").is_file())
+    total = sum(bench_wall(work / slug(lb)) for lb in METHODS)
     lines += ["", f"Wall time of the bench invocations: {total / 60:.1f} min in all (the first one also trained and "
               "cached the 16 CE runs that every later one reused)." + (f" {note}" if note else ""), "", DIFFERENCES]
     out.write_text("\n".join(lines) + "\n")
@@ -143,8 +112,7 @@ def render(work: Path, out: Path, walls: dict[str, float], note: str = "") -> No
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--methods", default="", help="comma-separated labels or prefixes ('' = all)")
-    p.add_argument("--work", default=str(Path(os.environ.get("FAIRCL_CACHE", Path.home() / ".cache" / "faircl"))
-                                         / "bench-runs" / "text"))
+    p.add_argument("--work", default=str(default_work("text")))
     p.add_argument("--out", default=str(OUT))
     p.add_argument("--quick", action="store_true", help="the protocols' quick variants (3 seeds, 4 epochs)")
     p.add_argument("--seeds", type=int, default=None)
@@ -156,14 +124,9 @@ def main() -> None:
     chosen = {k: v for k, v in METHODS.items() if not names or any(k == n or k.startswith(n) for n in names)}
     walls: dict[str, float] = {}
     if not opts.render:
-        for label, (cls, args, _) in chosen.items():
-            cmd = bench_command(label, cls, args, work / slug(label), opts.quick, opts.seeds)
-            print("$", " ".join(cmd), flush=True)
-            start = time.perf_counter()
-            code = subprocess.run(cmd, env={**os.environ, "HF_HUB_OFFLINE": "1"}).returncode
-            walls[label] = time.perf_counter() - start
-            if code:
-                print(f"{label}: faircl bench exited {code}", file=sys.stderr)
+        walls = run_all({label: bench_command("text", list(PROTOCOLS), label, cls, args, work / slug(label),
+                                              opts.quick, opts.seeds)
+                         for label, (cls, args, _) in chosen.items()})
     render(work, Path(opts.out), walls, opts.note)
     print(f"wrote {opts.out}")
 

@@ -147,11 +147,13 @@ def plan(protocol: Protocol, method: MethodSpec, seeds: list[int], out: Path, ca
     tasks = []
     base_root = cache / f"{protocol.name}-{protocol.key()}"
     views = bool(method.cls is not None and getattr(method.cls, "requires_views", False))
+    base_views = {name: bool(getattr(resolve_method(spec["class_path"])[1], "requires_views", False))
+                  for name, spec in protocol.baselines.items()}  # a baseline that trains on two views gets them
     for seed in seeds:
         for name, spec in protocol.baselines.items():
             cls_path = spec["class_path"]
             tasks.append(RunTask(protocol, name, cls_path, dict(spec.get("init_args") or {}), seed,
-                                 base_root / _safe(name) / f"seed_{seed}", True))
+                                 base_root / _safe(name) / f"seed_{seed}", True, base_views[name]))
         folder = out / "runs" / protocol.name / f"{_safe(method.label)}-{method.key()}" / f"seed_{seed}"
         tasks.append(RunTask(protocol, method.label, method.class_path, method.init_args, seed, folder, False, views))
     return tasks

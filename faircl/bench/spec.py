@@ -22,7 +22,8 @@ checkpoint a run is judged on: ``selection``), the baselines, and the claims wit
     quick: {data: {init_args: {n_train: 600}}, trainer: {max_epochs: 2}, seeds: 2}
 
 ``extends: <name>`` starts from another protocol of the suite and deep-merges this file over it (a control is its
-main protocol with ``data.init_args.permute_attribute: true`` and ``control: true``). ``requires_data: <folder>``
+main protocol with ``data.init_args.permute_attribute: true`` and ``control: true``); ``selection`` and
+``baselines``, where the file gives them, replace the parent's whole. ``requires_data: <folder>``
 names the data set folder under ``$FAIRCL_DATA``; without it the protocol is skipped with that reason. ``--quick``
 merges the ``quick`` block over the protocol. The cache key of a baseline run is the hash of the resolved protocol
 (:meth:`Protocol.key`): editing a protocol (or bumping its ``version``) retrains its baselines, nothing else does.
@@ -50,6 +51,8 @@ __all__ = ["Claim", "Protocol", "SUITES", "deep_merge", "load_suite", "suite_nam
 SUITES = ("text", "vision", "embeddings")
 _KEYS = {"name", "version", "title", "paper", "input_kind", "views", "data", "model", "trainer", "selection", "seeds",
          "baselines", "claims", "quick", "extends", "requires_data", "control", "notes"}
+#: keys an ``extends`` file replaces whole instead of merging into its parent's
+_REPLACED = ("selection", "baselines")
 _CLAIM_KEYS = {"gap", "baseline", "paper_effect", "utility", "leakage", "leakage_paper_effect", "margin"}
 
 
@@ -161,7 +164,11 @@ def _resolve(name: str, files: dict[str, Path], seen: tuple[str, ...] = ()) -> d
         raise CLIError(f"bench: {files[name]}: extends {parent!r}, which is not a protocol of the suite "
                        f"({', '.join(sorted(files))})")
     base = {k: v for k, v in _resolve(parent, files, (*seen, name)).items() if k not in ("control", "notes", "name")}
-    return deep_merge(base, {k: v for k, v in data.items() if k != "extends"})
+    merged = deep_merge(base, {k: v for k, v in data.items() if k != "extends"})
+    for key in _REPLACED:  # a rule or a set of baselines is given whole: merging two would mix them
+        if key in data:
+            merged[key] = copy.deepcopy(data[key])
+    return merged
 
 
 def _claims(path: Path, items: Any, baselines: dict[str, Any]) -> list[Claim]:

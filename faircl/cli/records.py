@@ -40,7 +40,8 @@ def run_record(model: Any, datamodule: Any, rows: dict[str, dict[str, Any]], dir
         return meta
     path = write_rows(rows, directory)
     splits = getattr(datamodule, "splits", {}) or {}
-    info: dict[str, Any] = {"file": path.name}
+    how = (getattr(model, "hparams", None) or {}).get("row_predictions", "logits")
+    info: dict[str, Any] = {"file": path.name, "predictions": how}
     for split, fields in rows.items():
         size = len(splits[split]) if split in splits else None
         info[split] = {"rows": int(len(fields["idx"])), "split_size": size, "fingerprint": rows_fingerprint(fields)}
@@ -48,5 +49,7 @@ def run_record(model: Any, datamodule: Any, rows: dict[str, dict[str, Any]], dir
             print(f"faircl: warning: {split} rows kept {len(fields['idx'])} of the split's {size}")
     meta["rows"] = info
     counts = ", ".join(f"{s} {v['rows']}" for s, v in info.items() if isinstance(v, dict))
-    print(f"faircl: per-row predictions ({counts} rows) written to {path}")
+    source = {"logits": "the logits", "knn": "the nearest training embedding (1-NN, cosine)",
+              "probe": "a logistic-regression probe on the training h"}.get(how, how)
+    print(f"faircl: per-row predictions ({counts} rows, from {source}) written to {path}")
     return meta

@@ -19,8 +19,8 @@ from faircl.data.io import UNKNOWN_VALUES, DataError, read_table, stratified_spl
 from faircl.data.samplers import GroupBalancedBatchSampler, SamplesPerClassSampler, StratifiedBatchSampler
 from faircl.data.synthetic import BiasedFeatures, ColoredDigits, SynthBios, SynthBiosText
 from faircl.data.text import BiasInBios, HateSpeech, Jigsaw, JigsawTemplates, Moji, TextCSV, TextDataModule
-from faircl.data.vision import (CUB200, CelebA, ImageCSV, ImageFairDataModule, UTKFace, imbalance_rows,
-                                induce_imbalance, subset)
+from faircl.data.vision import (CUB200, CelebA, ImageCSV, ImageFairDataModule, StereoDigits, StereoUTKFace, UTKFace,
+                                imbalance_rows, induce_imbalance, subset)
 from faircl.data.vocab import WordVocab
 
 #: Every selectable DataModule, by class name (the shared bases ``TextDataModule`` and ``ImageFairDataModule`` are
@@ -30,7 +30,7 @@ DATAMODULES: dict[str, type[FairDataModule]] = {
     for cls in (
         BiasedFeatures, SynthBios, ColoredDigits,
         BiasInBios, Moji, Jigsaw, HateSpeech, JigsawTemplates, TextCSV, SynthBiosText,
-        UTKFace, CelebA, CUB200, ImageCSV,
+        UTKFace, CelebA, CUB200, ImageCSV, StereoDigits, StereoUTKFace,
         CounterfactualTuples,
     )
 }
@@ -46,7 +46,7 @@ __all__ = [
     "DataError", "FairDataModule", "FairDataset", "encode_groups", "UNKNOWN_VALUES", "read_table", "stratified_split",
     "BiasedFeatures", "ColoredDigits", "SynthBios",
     "TextDataModule", "BiasInBios", "HateSpeech", "Jigsaw", "JigsawTemplates", "Moji", "TextCSV", "SynthBiosText",
-    "ImageFairDataModule", "UTKFace", "CelebA", "CUB200", "ImageCSV", "imbalance_rows", "induce_imbalance", "subset",
+    "ImageFairDataModule", "UTKFace", "CelebA", "CUB200", "ImageCSV", "StereoDigits", "StereoUTKFace", "imbalance_rows", "induce_imbalance", "subset",
     "CDA", "AttributeLexicon", "CounterfactualTuples", "LLMAugmenter", "OpenAIChatBackend", "PolarityReport",
     "TupleDataset", "make_cda_tuples", "polarity_check", "read_texts", "read_tuple_file", "write_tuple_file",
     "GroupBalancedBatchSampler", "SamplesPerClassSampler", "StratifiedBatchSampler",

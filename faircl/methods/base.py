@@ -33,7 +33,7 @@ from faircl.data.base import FairDataModule
 from faircl.methods.inputs import TRAINABLE_KINDS, check_datamodule, resolve_encoder
 from faircl.methods.optim import OPTIMIZERS, SCHEDULERS, build_optimizer, param_groups
 from faircl.methods.passes import collect as collect_rows
-from faircl.methods.records import default_fit_record, test_rows
+from faircl.methods.records import ROW_PREDICTIONS, default_fit_record, test_rows
 from faircl.methods.scale import cached_training_step, close_worker_group, rewrap_ddp
 from faircl.methods.selection import monitor_mode as resolve_monitor_mode
 from faircl.methods.selection import monitor_spec, selection_scores
@@ -63,6 +63,11 @@ class FairModule(L.LightningModule):
             ``{"objective": 5e-4}``); merged over the method's own :meth:`module_lrs`.
         leakage: at test end, measure Leakage@h and Leakage@ŷ (linear SVM trained on the train split).
         leakage_max_rows: at most this many train rows to fit the leakage probes (seeded subset).
+        row_predictions: where the per-row predictions of a test (``rows.npz``, what ``faircl compare`` and
+            ``faircl bench`` judge) come from: ``logits`` (the classifier, or an embedding method's online probe),
+            ``knn`` (the label of the nearest training embedding, cosine, over ``z`` where the method has one, else
+            ``h``: retrieval, finDML's Recall@1) or ``probe`` (a logistic regression fit on the standardised training
+            ``h``: SimCLR's linear evaluation). The test report's metrics stay those of the logits.
         monitor: validation metric that selects the best checkpoint (default ``default_monitor``), e.g. ``val/dto``.
         monitor_mode: ``min`` | ``max`` for ``monitor`` (default: ``min`` for losses, gaps, leakage and DTO).
         input_kind: the datamodule's ``input_kind`` (linked by the CLI); ``None``: ``encoder="auto"`` assumes
@@ -101,6 +106,7 @@ class FairModule(L.LightningModule):
         lr_overrides: dict[str, float] | None = None,
         leakage: bool = True,
         leakage_max_rows: int = 5000,
+        row_predictions: Literal["logits", "knn", "probe"] = "logits",
         monitor: str | None = None,
         monitor_mode: Literal["min", "max"] | None = None,
         input_kind: str | None = None,
@@ -110,6 +116,7 @@ class FairModule(L.LightningModule):
         super().__init__()
         check_choice("optimizer", optimizer, tuple(OPTIMIZERS))
         check_choice("scheduler", scheduler, SCHEDULERS)
+        check_choice("row_predictions", row_predictions, ROW_PREDICTIONS)
         check_positive("num_classes", num_classes, minimum=2)
         check_positive("num_groups", num_groups, minimum=1)
         check_positive("lr", lr)

@@ -71,6 +71,25 @@ def test_extends_and_quick_merge_and_the_key_follows_the_content(tmp_path):
     assert load_suite(suite)[0].key() == base.key()  # words do not
 
 
+def test_extends_replaces_selection_and_baselines_whole(tmp_path):
+    suite = _suite(tmp_path, base=BASE.replace("trainer: {max_epochs: 4}",
+                                               "trainer: {max_epochs: 4}\nselection: {rule: gap_within}"),
+                   knn="""\
+        name: knn
+        extends: base
+        version: 1
+        model: {row_predictions: knn}
+        selection: {monitor: val/f1, mode: max}
+        baselines: {DML: {class_path: DML}}
+        claims: [{gap: tpr_gap_rms, baseline: DML}]
+        """)
+    base, knn = load_suite(suite)
+    assert base.selection["rule"] == "gap_within" and set(base.baselines) == {"CE"}
+    assert knn.selection == {"monitor": "val/f1", "mode": "max"}  # not mixed with the parent's rule
+    assert set(knn.baselines) == {"DML"} and knn.claims[0].baseline == "DML"
+    assert knn.model == {"encoder": "mlp", "lr": 0.01, "row_predictions": "knn"}  # the rest still merges
+
+
 @pytest.mark.parametrize("text, says", [
     (BASE + "budget: 3\n", "unknown key(s) ['budget']"),
     (BASE.replace("claims: [{gap: tpr_gap_rms, baseline: CE}]", "claims: [{gap: tpr_gap_rms, baseline: ERM}]"),
@@ -146,6 +165,21 @@ def test_the_plan_pairs_every_seed_and_caches_baselines_by_protocol(tmp_path):
     assert cfg["seed_everything"] == 0 and cfg["model"]["init_args"] == {"encoder": "mlp", "lr": 0.1}
     assert cfg["data"] == p.data and cfg["trainer"]["max_epochs"] == 4
     assert MethodSpec("Mine", "faircl.methods.CE", {"lr": 0.2}, CE).key() != m.key()
+
+
+def test_a_baseline_that_trains_on_views_gets_them_whatever_the_method(tmp_path):
+    from faircl.methods import CE, PARADE
+
+    probe = next(p for p in load_suite("vision") if p.name == "stereo_digits_probe")
+    tasks = plan(probe, MethodSpec("Mine", "faircl.methods.CE", {}, CE), [0], tmp_path / "out", tmp_path / "cache")
+    simclr, mine = tasks
+    assert simclr.setting == "SimCLR" and simclr.config()["data"]["init_args"]["two_views"] is True
+    assert "two_views" not in mine.config()["data"]["init_args"]
+    assert simclr.config()["model"]["init_args"]["row_predictions"] == "probe"
+    knn = next(p for p in load_suite("vision") if p.name == "stereo_digits_knn")
+    dml, parade = plan(knn, MethodSpec("P", "faircl.methods.PARADE", {}, PARADE), [0], tmp_path / "o", tmp_path / "c")
+    assert "two_views" not in dml.config()["data"]["init_args"]
+    assert parade.config()["data"]["init_args"]["sampler"] == "samples_per_class"
 
 
 def test_the_permuted_control_keeps_group_sizes_and_cuts_the_tie_to_the_label():

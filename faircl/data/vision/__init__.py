@@ -14,6 +14,7 @@ from faircl.data.vision.csv import ImageCSV
 from faircl.data.vision.cub import CUB200
 from faircl.data.vision.images import IMAGENET_MEAN, IMAGENET_STD, load_image, simclr_view_transform
 from faircl.data.vision.imbalance import imbalance_rows, induce_imbalance, subset
+from faircl.data.vision.stereo import StereoDigits, StereoUTKFace, exact_stereotype
 from faircl.data.vision.utkface import UTK_GENDERS, UTK_RACES, UTKFace
 
 __all__ = [
@@ -21,5 +22,5 @@ __all__ = [
     "induce_imbalance", "imbalance_rows", "subset", "srgb_to_lab", "individual_typology_angle", "fitzpatrick_type",
     "skin_patches_ita", "FITZPATRICK_NAMES", "load_image", "simclr_view_transform", "read_celeba_attributes",
     "read_celeba_partition", "read_celeba_landmarks", "IMAGENET_MEAN", "IMAGENET_STD", "MISSING_POLICIES",
-    "UTK_GENDERS", "UTK_RACES",
+    "UTK_GENDERS", "UTK_RACES", "StereoDigits", "StereoUTKFace", "exact_stereotype",
 ]

@@ -1,0 +1,96 @@
+"""What the benchmark grids through ``faircl bench`` share (``text_bench.py``, ``vision_bench.py``): the command of
+one invocation, running a list of them, reading an invocation's ``results.csv``, and reading the verdicts of the
+script-based results file each grid replaces (its first family: each paper's own selection)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def slug(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", label).strip("_").lower()
+
+
+def default_work(suite: str) -> Path:
+    """``$FAIRCL_CACHE/bench-runs/<suite>`` (default ``~/.cache/faircl/bench-runs/<suite>``)."""
+    return Path(os.environ.get("FAIRCL_CACHE", Path.home() / ".cache" / "faircl")) / "bench-runs" / suite
+
+
+def shown(work: Path) -> str:
+    """``work`` as the results files name it: under ``~`` when it is in the home folder (no machine's path)."""
+    try:
+        return "~/" + str(work.resolve().relative_to(Path.home().resolve()))
+    except ValueError:
+        return str(work)
+
+
+def bench_command(suite: str, protocols: list[str], label: str, cls: str, args: dict[str, Any], out: Path,
+                  quick: bool = False, seeds: int | None = None) -> list[str]:
+    """``faircl bench <suite> --protocol … --method <cls> --name <label> --out <out> --method.init_args.k v …``."""
+    faircl = shutil.which("faircl", path=str(Path(sys.executable).parent)) or "faircl"
+    cmd = [faircl, "bench", suite, *sum((["--protocol", p] for p in protocols), []), "--method", cls,
+           "--name", label, "--out", str(out)]
+    for k, v in args.items():
+        cmd += [f"--method.init_args.{k}", json.dumps(v)]
+    if quick:
+        cmd.append("--quick")
+    if seeds:
+        cmd += ["--seeds", str(seeds)]
+    return cmd
+
+
+def run_all(commands: dict[str, list[str]]) -> dict[str, float]:
+    """Run each invocation in turn (name → command); their wall times in seconds. A failing one is reported and
+    the rest still run."""
+    walls: dict[str, float] = {}
+    for name, cmd in commands.items():
+        print("$", " ".join(cmd), flush=True)
+        start = time.perf_counter()
+        code = subprocess.run(cmd, env={**os.environ, "HF_HUB_OFFLINE": "1"}).returncode
+        walls[name] = time.perf_counter() - start
+        if code:
+            print(f"{name}: faircl bench exited {code}", file=sys.stderr)
+    return walls
+
+
+def bench_rows(folder: Path) -> list[dict[str, str]]:
+    """An invocation's ``results.csv`` rows (``[]`` when it has not run)."""
+    if not (folder / "results.csv").is_file():
+        return []
+    with open(folder / "results.csv") as fh:
+        return list(csv.DictReader(fh))
+
+
+def bench_wall(folder: Path, default: float = 0.0) -> float:
+    """An invocation's wall time in seconds (its ``bench.json``)."""
+    path = folder / "bench.json"
+    return json.loads(path.read_text()).get("wall_s", default) if path.is_file() else default
+
+
+def fmt(row: dict[str, str]) -> str:
+    """A bench row's Δ and its 95% interval, ×100."""
+    e, lo, hi = (100 * float(row[k]) for k in ("effect", "effect_lo", "effect_hi"))
+    return f"{e:+.1f} [{lo:+.1f}, {hi:+.1f}]"
+
+
+def script_rows(path: Path) -> list[dict[str, str]]:
+    """The first family's summary rows of a script-based results file: ``{claim, protocol, effect, verdict}``."""
+    first = path.read_text().split("## The same claims at the epoch of lowest validation DTO")[0]
+    rows = []
+    for line in first.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 10 or cells[0] in ("claim", "---"):
+            continue
+        verdict = re.match(r"\*\*(.+?)\*\*", cells[9])
+        rows.append({"claim": cells[0], "protocol": cells[1], "effect": cells[3],
+                     "verdict": verdict.group(1) if verdict else cells[9]})
+    return rows
