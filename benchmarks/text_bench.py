@@ -1,19 +1,27 @@
-"""The text benchmark's main protocol (``text_fairness.py``, parts a and b) as ``faircl bench`` invocations: every
-method of that script's grid, one ``faircl bench text --protocol synthbios_minilm --protocol
-synthbios_minilm_permuted`` each, then one file that puts each claim's verdict through the bench next to the
-script's verdict for the same method (its first family: each paper's own selection).
+"""The text benchmark (``text_fairness.py``, parts a, b, c and e) as ``faircl bench`` invocations: every method of
+that script's grid on the ``text`` suite's protocols, one invocation per method and part, then one file that puts each
+claim's verdict through the bench next to the script's verdict for the same claim (its first family: each paper's
+own selection).
 
-    .venv/bin/python benchmarks/text_bench.py                  # every method (baselines trained once, then cached)
-    .venv/bin/python benchmarks/text_bench.py --methods Con_*  # a subset (prefix match, as in text_fairness.py)
-    .venv/bin/python benchmarks/text_bench.py --render          # rewrite the results file from the bench outputs
+Parts: ``shen`` (SynthBios two-class on frozen MiniLM, batch 256, Shen's rule, with the attribute-permuted control),
+``b1024`` (the same at fairlib's batch of 1,024 for ConFair, CE alike), ``chi`` (Chi's rule, equalized-odds gap),
+``grid`` (Chi's λ / τ grid of TwoStageCL against λ = 0), ``bios`` / ``bios_full`` / ``bios_chi`` (the real Bias in
+Bios samples, Shen's rule at batch 64 / the whole split per step / Chi's rule).
+
+    .venv/bin/python benchmarks/text_bench.py                   # every invocation (baselines trained once, cached)
+    .venv/bin/python benchmarks/text_bench.py --methods Con_*   # a subset of methods (prefix match)
+    .venv/bin/python benchmarks/text_bench.py --parts chi,grid  # a subset of parts
+    .venv/bin/python benchmarks/text_bench.py --render           # rewrite the results file from the bench outputs
 
 Writes ``benchmarks/results/text_bench.md``; the runs and each invocation's ``results.md`` / ``results.csv`` /
-``tradeoff.png`` / ``bench.json`` stay under ``--work`` (default ``~/.cache/faircl/bench-runs/text``).
+``tradeoff.png`` / ``bench.json`` stay under ``--work`` (default ``$FAIRCL_CACHE/bench-runs/text``). The Bias in Bios
+parts need ``$FAIRCL_DATA/bias_in_bios_samples`` (default ``../shared/data``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -25,108 +33,159 @@ from _bench_grid import (bench_command, bench_rows, bench_wall, default_work, fm
 
 OUT = ROOT / "benchmarks" / "results" / "text_bench.md"
 BEFORE = ROOT / "benchmarks" / "results" / "text_fairness.md"
-PROTOCOLS = ("synthbios_minilm", "synthbios_minilm_permuted")
-EPOCHS = 15
-FIRST = round(EPOCHS * 0.6)  # two-step methods spend 60% of the epochs in their first stage, as in the script
+SYNTH_SHEN = "SynthBios two-class, MiniLM; shen selection"
+BIOS_SHEN = "Bias in Bios samples (real, 28 professions), MiniLM; shen selection"
+#: part: (protocols, epochs, the script's protocol cell for the same claims)
+PARTS: dict[str, tuple[tuple[str, ...], int, str]] = {
+    "shen": (("synthbios_minilm", "synthbios_minilm_permuted"), 15, SYNTH_SHEN),
+    "b1024": (("synthbios_minilm_b1024",), 60, SYNTH_SHEN),
+    "chi": (("synthbios_minilm_chi",), 15, "SynthBios two-class, MiniLM; chi selection"),
+    "grid": (("synthbios_minilm_chi_lambda0",), 15,
+             "SynthBios two-class, MiniLM, TwoStageCL grid (λ = 0: the control of the fair term); chi selection"),
+    "bios": (("bios_samples",), 30, BIOS_SHEN),
+    "bios_full": (("bios_samples_fullbatch",), 60, BIOS_SHEN),
+    "bios_chi": (("bios_samples_chi",), 30, "Bias in Bios samples (real, 28 professions), MiniLM; chi selection"),
+}
 FAIR = {"alpha": 1.0, "beta": 0.1, "temperature": 0.01}  # fairlib's ConFair: CE + 0.1 SCL(h, y) - 0.1 SCL(h, a)
 
-#: label: (faircl method, its arguments, the start of the same method's claims in text_fairness.md)
-METHODS: dict[str, tuple[str, dict, str]] = {
-    "Con_* (l2 h, Shen)": ("ConFair", {**FAIR, "normalize": True}, "Shen: Con_* (l2 h, Shen)"),
+#: label: (faircl method, its arguments, the start of the same method's claims in text_fairness.md, its parts);
+#: ``stage1_epochs`` is set per part to 60% of its epochs, as in the script
+METHODS: dict[str, tuple[str, dict, str, tuple[str, ...]]] = {
+    "Con_* (l2 h, Shen)": ("ConFair", {**FAIR, "normalize": True}, "Shen: Con_* (l2 h, Shen)",
+                           ("shen", "b1024", "bios_full")),
     "Con_* (raw tanh h, fairlib)": ("ConFair", {**FAIR, "normalize": False},
-                                    "Shen (fairlib's variant): Con_* (raw tanh h, fairlib)"),
-    "Con_*^ft": ("ConFair", {"temperature": 0.01, "pipeline": True, "stage1_epochs": FIRST}, "Shen: Con_*^ft"),
-    "TwoStageCL": ("TwoStageCL", {"lambda_cs": 1.0, "temperature": 0.1, "stage1_epochs": FIRST},
-                   "Chi: TwoStageCL"),
-    "OneStageCL": ("OneStageCL", {"lambda_cs": 1.0, "gamma": 0.3, "temperature": 0.1}, "Chi: OneStageCL"),
-    "Adv": ("Adversarial", {"lambda_adv": 1.0, "conditional": True}, "Shen (baseline): Adv"),
+                                    "Shen (fairlib's variant): Con_* (raw tanh h, fairlib)",
+                                    ("shen", "b1024", "bios_full")),
+    "Con_*^ft": ("ConFair", {"temperature": 0.01, "pipeline": True, "stage1_epochs": 0}, "Shen: Con_*^ft",
+                 ("shen", "b1024", "bios_full")),
+    "TwoStageCL": ("TwoStageCL", {"lambda_cs": 1.0, "temperature": 0.1, "stage1_epochs": 0}, "Chi: TwoStageCL",
+                   ("shen", "chi", "bios_chi")),
+    "OneStageCL": ("OneStageCL", {"lambda_cs": 1.0, "gamma": 0.3, "temperature": 0.1}, "Chi: OneStageCL",
+                   ("shen", "chi", "bios_chi")),
+    "Adv": ("Adversarial", {"lambda_adv": 1.0, "conditional": True}, "(baseline): Adv",
+            ("shen", "chi", "bios", "bios_chi")),
     "DiverseAdv": ("DiverseAdversarial", {"lambda_adv": 1.0, "conditional": True, "n_adv": 3, "lambda_diff": 100.0},
-                   "Chi (baseline): DiverseAdv"),
-    "INLP": ("INLP", {"stage1_epochs": FIRST, "n_clf": 20, "probe": "logistic", "per_class": True},
-             "Shen (baseline): INLP"),
+                   "Chi (baseline): DiverseAdv", ("shen", "chi", "bios_chi")),
+    "INLP": ("INLP", {"stage1_epochs": 0, "n_clf": 20, "probe": "logistic", "per_class": True}, "(baseline): INLP",
+             ("shen", "chi", "bios", "bios_chi")),
+    **{f"TwoStageCL λ={lam:g} τ={tau:g}": ("TwoStageCL", {"lambda_cs": lam, "temperature": tau, "stage1_epochs": 0},
+                                           f"Chi: TwoStageCL λ={lam:g} τ={tau:g}", ("grid",))
+       for lam, tau in [(0.1, 0.1), (0.5, 0.1), (1, 0.1), (2, 0.1), (5, 0.1), (10, 0.1), (1, 0.5), (1, 1), (1, 2)]},
 }
 
 DIFFERENCES = """\
 What differs between the two columns (so the numbers are not expected to agree row by row):
 
 - **Training loop.** The script trains each method in its own process on its own feature tensors; the bench runs
-  `faircl fit` / `faircl test` on `SynthBiosText` (the same 1,200 / 400 / 800 bios, `seed: 0`, encoded by the
-  packaged all-MiniLM-L6-v2 through faircl's feature cache), so data order and initialisation differ: no run is the
-  same, and no per-row prediction is expected to match.
-- **Batch.** The script ran ConFair (all three rows) at fairlib's batch of 1,024 for the same number of optimiser
-  steps, against a CE at that batch; the bench runs every method and CE at the protocol's batch of 256, 15 epochs.
-- **Selection.** The script judged Chi's claims at Chi's rule (best validation F1) and on the equalized-odds gap; the
-  protocol judges every claim at Shen's rule (lowest validation TPR GAP within 1 point of the best validation
-  accuracy) and on the TPR GAP (`tpr_gap_rms`).
+  `faircl fit` / `faircl test` on `SynthBiosText` / `BiasInBios` (the same rows, `seed: 0`, encoded by the packaged
+  all-MiniLM-L6-v2 through faircl's feature cache), so data order and initialisation differ: no run is the same, and
+  no per-row prediction is expected to match.
+- **Batch.** The script ran ConFair (all three rows) at fairlib's batch of 1,024 (the whole split on Bias in Bios)
+  for the same number of optimiser steps, against a CE at that batch. The bench does the same in parts `b1024` and
+  `bios_full`; part `shen` runs them at 256 against CE at 256, and its "before" column is still the script's batch
+  1,024 row.
+- **Selection.** Shen's claims are judged at Shen's rule (lowest validation TPR GAP within 1 point of the best
+  validation accuracy) on the TPR GAP, Chi's at Chi's (best validation F1) on the equalized-odds gap, as in the
+  script; part `shen` also judges Chi's methods at Shen's rule (no script row: "not in the script").
 - **Views.** TwoStageCL / OneStageCL draw their second view from 4 cached EDA copies made by the text pipeline's
   seeded augmenter; the script redrew copies until all 5 were distinct.
-- **Holm.** Each bench invocation is its own family (its method's claims on the two protocols); the script ran one
-  family over every claim of its file.
+- **Seeds.** The bench's SynthBios protocols run 8 seeds and its Bias in Bios protocols 10; the script ran 8 / 10.
+- **Holm.** Each bench invocation is its own family (its method's claims on one part's protocols); the script ran
+  one family over every claim of its file.
+- **Not in the bench.** Part (d), English hate speech with a bi-GRU Embed trained by CE and then frozen: the `text`
+  suite's `hate_speech` protocol trains the bi-GRU end to end instead, so the script's part (d) stays in
+  `text_fairness.md`.
 """
 
 
-def before_rows() -> dict[str, list[dict[str, str]]]:
-    """text_fairness.md's first family, part (a) rows: claim-label prefix → [{claim, effect, verdict}]."""
-    rows: dict[str, list[dict[str, str]]] = {}
-    for row in script_rows(BEFORE):
-        if not row["protocol"].startswith("SynthBios two-class, MiniLM"):
+def invocations(names: list[str], parts: list[str]) -> dict[str, tuple[str, str, list[str], dict, str]]:
+    """Invocation name → (label, class, protocols, arguments, part) of every chosen method and part; a method's
+    part ``shen`` keeps the method's label as its name (its runs' folder)."""
+    out = {}
+    for label, (cls, args, _, its_parts) in METHODS.items():
+        if names and not any(label == n or label.startswith(n) for n in names):
             continue
-        for _, _, prefix in METHODS.values():
-            if row["claim"].startswith(prefix + " lowers"):
-                rows.setdefault(prefix, []).append(row)
-    return rows
+        for part in its_parts:
+            if parts and part not in parts:
+                continue
+            protocols, epochs, _ = PARTS[part]
+            here = {**args, "stage1_epochs": round(0.6 * epochs)} if "stage1_epochs" in args else dict(args)
+            out[label if part == "shen" else f"{label} · {part}"] = (label, cls, list(protocols), here, part)
+    return out
+
+
+def before_rows() -> list[dict[str, str]]:
+    """text_fairness.md's first-family rows (each with its claim, protocol cell, effect and verdict)."""
+    return script_rows(BEFORE)
+
+
+def _matches(row: dict[str, str], prefix: str, cell: str, leak: bool) -> bool:
+    claim = row["claim"]
+    start = claim.startswith(prefix + " lowers") or (prefix.startswith("(") and prefix + " lowers" in claim)
+    return start and row["protocol"] == cell and ("Leak@h" in claim) == leak
 
 
 def render(work: Path, out: Path, walls: dict[str, float], note: str = "") -> None:
     before = before_rows()
-    lines = ["# The text benchmark's main protocol through `faircl bench`", "",
-             f"Regenerate: `.venv/bin/python benchmarks/text_bench.py` (runs under `{shown(work)}`). Protocols "
-             f"`text/{PROTOCOLS[0]}` and its attribute-permuted control `text/{PROTOCOLS[1]}` "
-             "(`faircl/bench/protocols/text/`): SynthBios two-class on frozen all-MiniLM-L6-v2 features, 2 × 300 tanh "
-             "MLP, batch 256, 15 epochs, Shen's selection rule, 8 seeds, CE baseline (trained once, cached, shared "
-             "by every method). Before: `benchmarks/results/text_fairness.md` (its first family, part a). Values "
-             "×100; Δ = method − CE paired by seed; [95% CI].", ""]
-    lines += ["| claim | before: Δ (script) | before: verdict | after: Δ (bench) | after: verdict | "
-              "control (after) | bench wall time |", "|---|---|---|---|---|---|---|"]
-    for label, (_, _, prefix) in METHODS.items():
-        folder = work / slug(label)
+    lines = ["# The text benchmark through `faircl bench`", "",
+             f"Regenerate: `.venv/bin/python benchmarks/text_bench.py` (runs under `{shown(work)}`; data in "
+             "`$FAIRCL_DATA`). Protocols of `faircl/bench/protocols/text/`: `synthbios_minilm` (SynthBios two-class on "
+             "frozen all-MiniLM-L6-v2 features, 2 × 300 tanh MLP, batch 256, 15 epochs, Shen's rule, 8 seeds) with "
+             "its attribute-permuted control, `…_b1024` (batch 1,024, 60 epochs), `…_chi` (Chi's rule, "
+             "equalized-odds gap), `…_chi_lambda0` (TwoStageCL's λ / τ grid against λ = 0) and `bios_samples` "
+             "(the real Bias in Bios samples, batch 64, 30 epochs, 10 seeds) with `…_fullbatch` and `…_chi`; every "
+             "baseline trained once, cached and shared. Before: `benchmarks/results/text_fairness.md` (its first "
+             "family). Values ×100; Δ = method − baseline paired by seed; [95% CI].", ""]
+    lines += ["| claim | protocol | before: Δ (script) | before: verdict | after: Δ (bench) | after: verdict | "
+              "control (after) | bench wall time |", "|---|---|---|---|---|---|---|---|"]
+    total = 0.0
+    for key, (label, _, _, _, part) in invocations([], []).items():
+        folder = work / slug(key)
         got = bench_rows(folder)
         if not got:
             continue
-        wall = bench_wall(folder, walls.get(label, 0.0))
-        main = [r for r in got if r["protocol"] == PROTOCOLS[0]]
-        ctrl = {r["gap"]: r["verdict"] for r in got if r["protocol"] == PROTOCOLS[1]}
-        old = before.get(prefix, [])
-        for r in main:
+        wall = bench_wall(folder, walls.get(key, 0.0))
+        total += wall
+        prefix, cell = METHODS[label][2], PARTS[part][2]
+        ctrl = {r["gap"]: r["verdict"] for r in got if r["protocol"].endswith("_permuted")}
+        for r in got:
+            if r["protocol"].endswith("_permuted"):
+                continue
             leak = r["gap"].startswith("leakage")
-            match = [o for o in old if ("Leak@h" in o["claim"]) == leak]
+            match = [o for o in before if _matches(o, prefix, cell, leak)]
             b_eff, b_ver = (match[0]["effect"], match[0]["verdict"]) if match else ("—", "not in the script")
-            lines.append(f"| {label} lowers {r['gap']} vs CE | {b_eff} | {b_ver} | {fmt(r)} | **{r['verdict']}** "
-                         f"| {ctrl.get(r['gap'], '—')} | {wall / 60:.1f} min |")
-    total = sum(bench_wall(work / slug(lb)) for lb in METHODS)
-    lines += ["", f"Wall time of the bench invocations: {total / 60:.1f} min in all (the first one also trained and "
-              "cached the 16 CE runs that every later one reused)." + (f" {note}" if note else ""), "", DIFFERENCES]
+            lines.append(f"| {label} lowers {r['gap']} vs {r.get('baseline') or 'CE'} | {r['protocol']} | {b_eff} | "
+                         f"{b_ver} | {fmt(r)} | **{r['verdict']}** | {ctrl.get(r['gap'], '—')} "
+                         f"| {wall / 60:.1f} min |")
+    lines += ["", f"Wall time of the bench invocations: {total / 60:.1f} min in all (the first invocation on each "
+              "protocol also trained and cached its baselines' runs, which every later one reused)."
+              + (f" {note}" if note else ""), "", DIFFERENCES]
     out.write_text("\n".join(lines) + "\n")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--methods", default="", help="comma-separated labels or prefixes ('' = all)")
+    p.add_argument("--parts", default="", help=f"comma-separated parts ('' = all): {', '.join(PARTS)}")
     p.add_argument("--work", default=str(default_work("text")))
     p.add_argument("--out", default=str(OUT))
-    p.add_argument("--quick", action="store_true", help="the protocols' quick variants (3 seeds, 4 epochs)")
+    p.add_argument("--quick", action="store_true", help="the protocols' quick variants (3 seeds, short budgets)")
     p.add_argument("--seeds", type=int, default=None)
     p.add_argument("--render", action="store_true", help="only rewrite the results file from --work")
     p.add_argument("--note", default="", help="a sentence added after the wall time (e.g. the machine's load)")
     opts = p.parse_args()
+    os.environ.setdefault("FAIRCL_DATA", str(ROOT.parent / "shared" / "data"))
     work = Path(opts.work)
     names = [m.strip() for m in opts.methods.split(",") if m.strip()]
-    chosen = {k: v for k, v in METHODS.items() if not names or any(k == n or k.startswith(n) for n in names)}
+    parts = [m.strip() for m in opts.parts.split(",") if m.strip()]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        raise SystemExit(f"--parts: unknown {unknown}; choose among {list(PARTS)}")
     walls: dict[str, float] = {}
     if not opts.render:
-        walls = run_all({label: bench_command("text", list(PROTOCOLS), label, cls, args, work / slug(label),
-                                              opts.quick, opts.seeds)
-                         for label, (cls, args, _) in chosen.items()})
+        walls = run_all({key: bench_command("text", protocols, label, cls, args, work / slug(key), opts.quick,
+                                            opts.seeds)
+                         for key, (label, cls, protocols, args, _) in invocations(names, parts).items()})
     render(work, Path(opts.out), walls, opts.note)
     print(f"wrote {opts.out}")
 

@@ -102,7 +102,8 @@ def render(work: Path, out: Path, note: str = "") -> None:
     lines = ["# The vision benchmark through `faircl bench`", "",
              f"Regenerate: `.venv/bin/python benchmarks/vision_bench.py` (runs under `{shown(work)}`; data in "
              "`$FAIRCL_DATA`). Protocols `vision/stereo_{digits,utkface}` (Shen's family: full batch, 100 epochs, "
-             "Shen's rule, CE), `…_chi` (batch 128, Chi's rule: best validation F1, equalized-odds gap, CE), `…_knn` "
+             "Shen's rule, CE), `…_chi` (batch 128, Chi's rule: best validation F1, equalized-odds gap, CE), "
+             "`…_knn` "
              "(finDML: DML baseline, 1-NN predictions, last epoch), `…_probe` (Martin & Ogbuokiri: SimCLR baseline, "
              "linear-probe predictions, last epoch) and the control `stereo_digits_permuted`, in "
              "`faircl/bench/protocols/vision/`; 8 seeds; every baseline trained once, cached and shared. Before: "

@@ -24,9 +24,12 @@ checkpoint a run is judged on: ``selection``), the baselines, and the claims wit
 ``extends: <name>`` starts from another protocol of the suite and deep-merges this file over it (a control is its
 main protocol with ``data.init_args.permute_attribute: true`` and ``control: true``); ``selection`` and
 ``baselines``, where the file gives them, replace the parent's whole. ``requires_data: <folder>``
-names the data set folder under ``$FAIRCL_DATA``; without it the protocol is skipped with that reason. ``--quick``
-merges the ``quick`` block over the protocol. The cache key of a baseline run is the hash of the resolved protocol
-(:meth:`Protocol.key`): editing a protocol (or bumping its ``version``) retrains its baselines, nothing else does.
+names the data set folder under ``$FAIRCL_DATA``; without it the protocol is skipped with that reason.
+``applies_to: [<class name>, ...]`` keeps a protocol to those methods and their subclasses (a grid of one method's
+own settings against one of them, e.g. TwoStageCL against λ = 0); any other method is skipped with that reason.
+``--quick`` merges the ``quick`` block over the protocol. The cache key of a baseline run is the hash of the resolved
+protocol (:meth:`Protocol.key`): editing a protocol (or bumping its ``version``) retrains its baselines, nothing
+else does.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ __all__ = ["Claim", "Protocol", "SUITES", "deep_merge", "load_suite", "suite_nam
 #: the shipped suites, in ``faircl bench --list`` order
 SUITES = ("text", "vision", "embeddings")
 _KEYS = {"name", "version", "title", "paper", "input_kind", "views", "data", "model", "trainer", "selection", "seeds",
-         "baselines", "claims", "quick", "extends", "requires_data", "control", "notes"}
+         "baselines", "claims", "quick", "extends", "requires_data", "control", "notes", "applies_to"}
 #: keys an ``extends`` file replaces whole instead of merging into its parent's
 _REPLACED = ("selection", "baselines")
 _CLAIM_KEYS = {"gap", "baseline", "paper_effect", "utility", "leakage", "leakage_paper_effect", "margin"}
@@ -99,6 +102,7 @@ class Protocol:
     requires_data: str | None = None
     control: bool = False
     notes: str = ""
+    applies_to: tuple[str, ...] = ()
     quick: bool = False
     source: str = ""
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -121,6 +125,9 @@ class Protocol:
 
     def skip_reason(self, method: type) -> str | None:
         """Why ``method`` (a :class:`~faircl.methods.base.FairModule` subclass) does not run on this protocol."""
+        if self.applies_to and not any(c.__name__ in self.applies_to for c in method.__mro__):
+            return (f"this protocol judges {', '.join(self.applies_to)} (and subclasses) against "
+                    f"{', '.join(self.baselines)}; {method.__name__} is not one")
         kinds = tuple(getattr(method, "input_kinds", ()))
         if kinds and self.input_kind not in kinds:
             return (f"{method.__name__} trains on {', '.join(kinds)} inputs; this protocol's inputs are "
@@ -189,6 +196,16 @@ def _claims(path: Path, items: Any, baselines: dict[str, Any]) -> list[Claim]:
     return out
 
 
+def _names(path: Path, value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise CLIError(f"bench: {path}: 'applies_to' must be a method class name or a list of them, got {value!r}")
+    return tuple(value)
+
+
 def _protocol(name: str, suite: str, files: dict[str, Path], quick: bool) -> Protocol:
     path = files[name]
     raw = _resolve(name, files)
@@ -212,7 +229,8 @@ def _protocol(name: str, suite: str, files: dict[str, Path], quick: bool) -> Pro
         trainer=dict(raw["trainer"] or {}), selection=check_selection(dict(raw.get("selection") or {}), str(path)),
         seeds=int(raw.get("seeds", 3)), baselines=baselines, claims=_claims(path, raw["claims"], baselines),
         paper=str(raw.get("paper", "")), views=bool(raw.get("views", False)), requires_data=raw.get("requires_data"),
-        control=bool(raw.get("control", False)), notes=str(raw.get("notes", "")).strip(), quick=quick,
+        control=bool(raw.get("control", False)), notes=str(raw.get("notes", "")).strip(),
+        applies_to=_names(path, raw.get("applies_to")), quick=quick,
         source=str(path), raw=raw)
 
 

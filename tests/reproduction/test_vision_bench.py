@@ -58,7 +58,8 @@ def test_render_pairs_before_and_after(tmp_path):
     out = tmp_path / "vision_bench.md"
     vision_bench.render(work, out)
     text = out.read_text()
-    gap = next(ln for ln in text.splitlines() if ln.startswith("| Con_* (l2 h, Shen) lowers tpr_gap_rms vs CE (digits)"))
+    gap = next(ln for ln in text.splitlines()
+               if ln.startswith("| Con_* (l2 h, Shen) lowers tpr_gap_rms vs CE (digits)"))
     assert "-2.9 [-5.0, -0.9]" in gap and "does not hold" in gap and "-5.0 [-8.0, -2.0]" in gap
     assert "**holds**" in gap and "| untestable |" in gap and "1.5 min" in gap
     leak = next(ln for ln in text.splitlines() if ln.startswith("| Con_* (l2 h, Shen) lowers leakage_h"))
