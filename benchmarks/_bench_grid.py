@@ -4,6 +4,7 @@ script-based results file each grid replaces (its first family: each paper's own
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import os
@@ -14,6 +15,32 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+
+def grid_parser(doc: str, suite: str) -> argparse.ArgumentParser:
+    """The options every grid script takes (``--methods``, ``--work``, ``--out`` is the script's own)."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    p.add_argument("--methods", default="", help="comma-separated labels or prefixes ('' = all)")
+    p.add_argument("--work", default=str(default_work(suite)))
+    p.add_argument("--quick", action="store_true", help="the protocols' quick variants (3 seeds, short budgets)")
+    p.add_argument("--seeds", type=int, default=None)
+    p.add_argument("--render", action="store_true", help="only rewrite the results file from --work")
+    p.add_argument("--note", default="", help="a sentence added after the wall time (e.g. the machine's load)")
+    return p
+
+
+def listed(text: str, allowed: Any = None, flag: str = "") -> list[str]:
+    """The comma-separated items of ``text``; with ``allowed``, an unknown one stops the script naming ``flag``."""
+    items = [m.strip() for m in text.split(",") if m.strip()]
+    unknown = sorted(set(items) - set(allowed)) if allowed is not None else []
+    if unknown:
+        raise SystemExit(f"{flag}: unknown {unknown}; choose among {list(allowed)}")
+    return items
+
+
+def use_shared_data(root: Path) -> None:
+    """``$FAIRCL_DATA`` defaults to ``../shared/data`` beside the repository."""
+    os.environ.setdefault("FAIRCL_DATA", str(root.parent / "shared" / "data"))
 
 
 def slug(label: str) -> str:

@@ -20,16 +20,14 @@ parts need ``$FAIRCL_DATA/bias_in_bios_samples`` (default ``../shared/data``).
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _bench_grid import (bench_command, bench_rows, bench_wall, default_work, fmt, run_all,  # noqa: E402
-                         script_rows, shown, slug)
+from _bench_grid import (bench_command, bench_rows, bench_wall, fmt, grid_parser, listed, run_all,  # noqa: E402
+                         script_rows, shown, slug, use_shared_data)
 
 OUT = ROOT / "benchmarks" / "results" / "text_bench.md"
 BEFORE = ROOT / "benchmarks" / "results" / "text_fairness.md"
@@ -164,23 +162,13 @@ def render(work: Path, out: Path, walls: dict[str, float], note: str = "") -> No
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--methods", default="", help="comma-separated labels or prefixes ('' = all)")
+    p = grid_parser(__doc__, "text")
     p.add_argument("--parts", default="", help=f"comma-separated parts ('' = all): {', '.join(PARTS)}")
-    p.add_argument("--work", default=str(default_work("text")))
     p.add_argument("--out", default=str(OUT))
-    p.add_argument("--quick", action="store_true", help="the protocols' quick variants (3 seeds, short budgets)")
-    p.add_argument("--seeds", type=int, default=None)
-    p.add_argument("--render", action="store_true", help="only rewrite the results file from --work")
-    p.add_argument("--note", default="", help="a sentence added after the wall time (e.g. the machine's load)")
     opts = p.parse_args()
-    os.environ.setdefault("FAIRCL_DATA", str(ROOT.parent / "shared" / "data"))
+    use_shared_data(ROOT)
     work = Path(opts.work)
-    names = [m.strip() for m in opts.methods.split(",") if m.strip()]
-    parts = [m.strip() for m in opts.parts.split(",") if m.strip()]
-    unknown = sorted(set(parts) - set(PARTS))
-    if unknown:
-        raise SystemExit(f"--parts: unknown {unknown}; choose among {list(PARTS)}")
+    names, parts = listed(opts.methods), listed(opts.parts, PARTS, "--parts")
     walls: dict[str, float] = {}
     if not opts.render:
         walls = run_all({key: bench_command("text", protocols, label, cls, args, work / slug(key), opts.quick,

@@ -15,16 +15,14 @@ Writes ``benchmarks/results/vision_bench.md``; the runs and each invocation's ``
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _bench_grid import (bench_command, bench_rows, bench_wall, default_work, fmt, run_all,  # noqa: E402
-                         script_rows, shown, slug)
+from _bench_grid import (bench_command, bench_rows, bench_wall, fmt, grid_parser, listed, run_all,  # noqa: E402
+                         script_rows, shown, slug, use_shared_data)
 
 OUT = ROOT / "benchmarks" / "results" / "vision_bench.md"
 BEFORE = ROOT / "benchmarks" / "results" / "vision_fairness.md"
@@ -145,23 +143,13 @@ def render(work: Path, out: Path, note: str = "") -> None:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--methods", default="", help="comma-separated labels or prefixes ('' = all)")
+    p = grid_parser(__doc__, "vision")
     p.add_argument("--datasets", default="digits,utkface", help="comma-separated: digits, utkface")
-    p.add_argument("--work", default=str(default_work("vision")))
     p.add_argument("--out", default=str(OUT))
-    p.add_argument("--quick", action="store_true", help="the protocols' quick variants (3 seeds, short budgets)")
-    p.add_argument("--seeds", type=int, default=None)
-    p.add_argument("--render", action="store_true", help="only rewrite the results file from --work")
-    p.add_argument("--note", default="", help="a sentence added after the wall time (e.g. the machine's load)")
     opts = p.parse_args()
-    os.environ.setdefault("FAIRCL_DATA", str(ROOT.parent / "shared" / "data"))
+    use_shared_data(ROOT)
     work = Path(opts.work)
-    names = [m.strip() for m in opts.methods.split(",") if m.strip()]
-    datasets = [d.strip() for d in opts.datasets.split(",") if d.strip()]
-    unknown = sorted(set(datasets) - set(DATASETS))
-    if unknown:
-        raise SystemExit(f"--datasets: unknown {unknown}; choose among {sorted(DATASETS)}")
+    names, datasets = listed(opts.methods), listed(opts.datasets, DATASETS, "--datasets")
     if not opts.render:
         run_all({key: bench_command("vision", protocols, label, cls, args, work / slug(key), opts.quick, opts.seeds)
                  for key, (label, cls, protocols, args) in invocations(names, datasets).items()})

@@ -4,8 +4,6 @@ pairs each bench claim with the script's claim of the same method, protocol cell
 
 from __future__ import annotations
 
-import csv
-import json
 import sys
 from pathlib import Path
 
@@ -45,24 +43,15 @@ def test_invocations_name_shipped_protocols_and_set_each_parts_stage_budget():
     assert list(text_bench.invocations(["INLP"], ["bios"])) == ["INLP · bios"]
 
 
-def _bench_out(folder: Path, rows: list[tuple]) -> None:
-    folder.mkdir(parents=True)
-    with open(folder / "results.csv", "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["protocol", "gap", "baseline", "verdict", "effect", "effect_lo", "effect_hi"])
-        w.writerows(rows)
-    (folder / "bench.json").write_text(json.dumps({"wall_s": 120.0}))
-
-
-def test_render_pairs_before_and_after(tmp_path):
+def test_render_pairs_before_and_after(tmp_path, bench_out):
     label = "Con_* (l2 h, Shen)"
-    _bench_out(tmp_path / "work" / text_bench.slug(label), [
+    bench_out(tmp_path / "work" / text_bench.slug(label), [
         ("synthbios_minilm", "tpr_gap_rms", "CE", "holds", -0.172, -0.238, -0.106),
         ("synthbios_minilm", "leakage_h", "CE", "inconclusive", -0.001, -0.004, 0.001),
         ("synthbios_minilm_permuted", "tpr_gap_rms", "CE", "untestable", 0.007, -0.005, 0.02),
-        ("synthbios_minilm_permuted", "leakage_h", "CE", "untestable", 0.004, -0.012, 0.02)])
-    _bench_out(tmp_path / "work" / text_bench.slug("Adv · bios_chi"), [
-        ("bios_samples_chi", "eo_gap", "CE", "inconclusive", -0.5, -2.0, 1.0)])
+        ("synthbios_minilm_permuted", "leakage_h", "CE", "untestable", 0.004, -0.012, 0.02)], 120.0)
+    bench_out(tmp_path / "work" / text_bench.slug("Adv · bios_chi"), [
+        ("bios_samples_chi", "eo_gap", "CE", "inconclusive", -0.5, -2.0, 1.0)], 120.0)
     out = tmp_path / "text_bench.md"
     text_bench.render(tmp_path / "work", out, {})
     lines = [ln for ln in out.read_text().splitlines() if ln.startswith(f"| {label} lowers")]

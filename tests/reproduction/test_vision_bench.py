@@ -4,8 +4,6 @@ same method, data set and kind (and lists the script's claims the bench does not
 
 from __future__ import annotations
 
-import csv
-import json
 import sys
 from pathlib import Path
 
@@ -38,23 +36,14 @@ def test_invocations_name_shipped_protocols_and_set_two_stage_budgets():
     assert list(vision_bench.invocations(["PARADE"], ["digits"])) == ["PARADE · digits"]
 
 
-def _bench_out(folder: Path, rows: list[tuple]) -> None:
-    folder.mkdir(parents=True)
-    with open(folder / "results.csv", "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["protocol", "gap", "baseline", "verdict", "effect", "effect_lo", "effect_hi"])
-        w.writerows(rows)
-    (folder / "bench.json").write_text(json.dumps({"wall_s": 90.0}))
-
-
-def test_render_pairs_before_and_after(tmp_path):
+def test_render_pairs_before_and_after(tmp_path, bench_out):
     work = tmp_path / "work"
-    _bench_out(work / vision_bench.slug("Con_* (l2 h, Shen) · digits"), [
+    bench_out(work / vision_bench.slug("Con_* (l2 h, Shen) · digits"), [
         ("stereo_digits", "tpr_gap_rms", "CE", "holds", -0.05, -0.08, -0.02),
         ("stereo_digits", "leakage_h", "CE", "holds", -0.40, -0.44, -0.36),
-        ("stereo_digits_permuted", "tpr_gap_rms", "CE", "untestable", 0.0, -0.01, 0.01)])
-    _bench_out(work / vision_bench.slug("PARADE · utkface"), [
-        ("stereo_utkface_knn", "tpr_gap_rms", "DML", "inconclusive", 0.01, -0.04, 0.06)])
+        ("stereo_digits_permuted", "tpr_gap_rms", "CE", "untestable", 0.0, -0.01, 0.01)], 90.0)
+    bench_out(work / vision_bench.slug("PARADE · utkface"), [
+        ("stereo_utkface_knn", "tpr_gap_rms", "DML", "inconclusive", 0.01, -0.04, 0.06)], 90.0)
     out = tmp_path / "vision_bench.md"
     vision_bench.render(work, out)
     text = out.read_text()
