@@ -162,8 +162,10 @@ class FairCLI(LightningCLI):
         value), before any run folder is made; say which given values replace the checkpoint's."""
         if not self.ckpt_shapes or not isinstance(self.model, torch.nn.Module):
             return
+        sized = set(getattr(self.model, "checkpoint_sized_buffers", ()))  # the method takes the checkpoint's size
         mismatch = [(k, tuple(v.shape), self.ckpt_shapes[k]) for k, v in self.model.state_dict().items()
-                    if k in self.ckpt_shapes and tuple(v.shape) != self.ckpt_shapes[k]]
+                    if k in self.ckpt_shapes and tuple(v.shape) != self.ckpt_shapes[k]
+                    and k.rsplit(".", 1)[-1] not in sized]
         if mismatch:
             key, built, stored = mismatch[0]
             shapes = f"{key} is {list(stored)} in the checkpoint, {list(built)} in the model the options build"

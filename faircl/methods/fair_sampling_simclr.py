@@ -78,6 +78,7 @@ class FairSamplingSimCLR(FairModule):
     """
 
     requires_views = True
+    checkpoint_sized_buffers = ("cluster_ids",)  # one cluster id per train row
 
     def __init__(
         self,

@@ -359,6 +359,34 @@ def test_cli_fit_and_test_on_colored_digits(method, in_tmp):
         assert {"probe_accuracy", "probe_f1", "probe_auc", "cluster_dominance"} <= set(report)
 
 
+def test_fair_sampling_checkpoint_after_the_fair_phase_tests_in_a_new_process(in_tmp):
+    """A checkpoint saved after the clustering holds one cluster id per train row; a fresh model has none, and
+    ``faircl test --ckpt_path best`` in a new process takes the checkpoint's (it refused the shapes before)."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    from faircl.cli import run_cli as main
+
+    config = str(REPO / "configs" / "fair_sampling_simclr" / "colored_digits.yaml")
+    small = ["--data.init_args.size=8", "--data.init_args.batch_size=128",
+             "--model.init_args.encoder_kwargs={width: 4, out_dim: 16}", "--trainer.max_epochs=2",
+             "--trainer.limit_train_batches=2", "--trainer.limit_val_batches=1", "--trainer.enable_progress_bar=false",
+             "--model.init_args.stage1_epochs=1", "--model.init_args.row_predictions=probe",
+             "--model.init_args.leakage=false", f"--trainer.default_root_dir={in_tmp}"]
+    cli = main(["fit", "--config", config, *small])
+    n_train = len(cli.datamodule.splits["train"])
+    assert cli.model.cluster_ids.numel() == n_train
+    faircl = shutil.which("faircl", path=str(Path(sys.executable).parent)) or shutil.which("faircl")
+    done = subprocess.run([faircl, "test", "--config", config, *small[:3], f"--trainer.default_root_dir={in_tmp}",
+                           "--ckpt_path", "best"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(sorted(in_tmp.glob("**/report.json"))[-1].read_text())
+    assert report["meta"]["rows"]["predictions"] == "probe"
+    assert report["meta"]["rows"]["test"]["rows"] == report["meta"]["rows"]["test"]["split_size"]
+
+
 def test_utkface_configs_parse():
     """The UTKFace configs name existing classes and arguments (instantiation without running)."""
     import yaml
