@@ -10,9 +10,9 @@ Where runs live:
   baseline is trained once per protocol version and seed, then reused.
 
 Each run folder holds ``config.yaml`` (what was run), ``run.log`` (its output) and, once both commands succeeded,
-``run.json`` (the test report's path, the wall time and, under a selection rule, the epoch it picked and why; the
-rule and the metrics of every epoch are in ``selection.yaml`` and ``epochs.json``: :mod:`faircl.bench.selection`). A
-folder without ``run.json`` is an interrupted run: it is cleared and run again, so a killed bench resumes where it
+``run.json`` (the test report's path, the wall time and, under a selection, the epoch it picked and why; the
+selection and the metrics of every epoch are in ``selection.yaml`` and ``epochs.json``:
+:mod:`faircl.bench.selection`). A folder without ``run.json`` is an interrupted run: it is cleared and run again, so a killed bench resumes where it
 stopped.
 """
 
@@ -125,13 +125,13 @@ class RunTask:
                 "model": {"class_path": self.class_path, "init_args": deep_merge(p.model, self.init_args)}}
 
     def prepare(self) -> None:
-        """An empty run folder (an interrupted run's is cleared) with ``config.yaml`` and, under a selection rule,
+        """An empty run folder (an interrupted run's is cleared) with ``config.yaml`` and, under a selection,
         ``selection.yaml``: what :func:`run_one` runs."""
         if self.folder.exists():
             shutil.rmtree(self.folder)
         self.folder.mkdir(parents=True)
         (self.folder / "config.yaml").write_text(yaml.safe_dump(self.config(), sort_keys=False))
-        if "rule" in self.protocol.selection:
+        if self.protocol.selection:
             (self.folder / "selection.yaml").write_text(yaml.safe_dump(self.protocol.selection, sort_keys=False))
 
     @property
@@ -179,7 +179,7 @@ def run_one(folder: str) -> int:
         ckpt_cb = cli.trainer.checkpoint_callback
         best = getattr(ckpt_cb, "best_model_path", "") or getattr(ckpt_cb, "last_model_path", "")
         chosen = None
-        if (root / "selection.yaml").is_file():  # a selection rule: choose among the checkpoints of every epoch
+        if (root / "selection.yaml").is_file():  # a selection: choose among the checkpoints of every epoch
             best, chosen = _pick_checkpoint(root, Path(ckpt_cb.dirpath))
         if not best:
             print("faircl bench: the fit saved no checkpoint", file=sys.stderr)
@@ -221,8 +221,9 @@ def _pick_checkpoint(root: Path, ckpt_dir: Path) -> tuple[str, dict[str, Any]]:
     for p in files:
         if p != chosen[0]:
             p.unlink()
-    print(f"faircl bench: selection ({selection['rule']}): {why}", flush=True)
-    return str(chosen[0]), {"rule": selection["rule"], "epoch": epoch, "why": why}
+    name = selection.get("rule") or f"best {selection['monitor']}"
+    print(f"faircl bench: selection ({name}): {why}", flush=True)
+    return str(chosen[0]), {"rule": name, "epoch": epoch, "why": why}
 
 
 def _tail(path: Path, lines: int = 1) -> str:

@@ -2,16 +2,17 @@
 
 A protocol's ``selection`` is one of:
 
-- ``{monitor: val/accuracy, mode: max}``: Lightning's best checkpoint by one validation metric (``val/dto`` with
-  ``mode: min`` is fairlib's DTO selection);
+- ``{monitor: val/accuracy, mode: max}``: the epoch of best validation ``monitor`` (``val/dto`` with ``mode: min`` is
+  fairlib's DTO selection; ``val/f1`` with ``mode: max`` Chi et al.'s), the earliest on a tie;
 - ``{rule: gap_within, accuracy: val/accuracy, gap: val/tpr_gap_rms, tolerance: 0.01}``: Shen et al.'s rule, the
   epoch of lowest validation gap among the epochs whose validation accuracy is within ``tolerance`` (1 point) of the
   run's best;
 - ``{rule: last}``: a fixed budget, the last epoch (finDML's and Martin & Ogbuokiri's protocols).
 
-A rule keeps a checkpoint of every epoch and the validation metrics of every epoch of the final training stage
-(:class:`faircl.bench.history.EpochHistory`, written to ``epochs.json`` in the run folder); after the fit
-:func:`pick_epoch` chooses one of those epochs, the other checkpoints are deleted.
+Every selection keeps a checkpoint of every epoch and the validation metrics of every epoch of the final training
+stage (:class:`faircl.bench.history.EpochHistory`, written to ``epochs.json`` in the run folder); after the fit
+:func:`pick_epoch` chooses one of those epochs, the other checkpoints are deleted. So a staged method is judged on
+its final stage under every selection (INLP's first stage is plain CE, whose F1 would often be the best).
 """
 
 from __future__ import annotations
@@ -74,10 +75,6 @@ def selection_callbacks(selection: dict[str, Any], folder: Path) -> list[dict[st
     """The ``trainer.callbacks`` entries that carry out ``selection`` in a run writing to ``folder``."""
     if not selection:
         return []
-    if "rule" not in selection:
-        return [{"class_path": "lightning.pytorch.callbacks.ModelCheckpoint", "init_args": {
-            "monitor": selection["monitor"], "mode": selection.get("mode", "max"), "save_top_k": 1,
-            "filename": "best-{epoch}-{step}"}}]
     return [{"class_path": "lightning.pytorch.callbacks.ModelCheckpoint", "init_args": {
                 "save_top_k": -1, "filename": "epoch={epoch}", "auto_insert_metric_name": False}},
             {"class_path": "faircl.bench.history.EpochHistory", "init_args": {"path": str(folder / "epochs.json")}}]
@@ -88,11 +85,20 @@ def _finite(x: Any) -> bool:
 
 
 def pick_epoch(history: list[dict[str, Any]], selection: dict[str, Any]) -> tuple[int, str]:
-    """The epoch ``selection`` (a rule, :func:`check_selection`) picks from ``history``
+    """The epoch ``selection`` (:func:`check_selection`) picks from ``history``
     (:class:`~faircl.bench.history.EpochHistory`), and a sentence that says why. Raises ``ValueError`` when no
     epoch was validated."""
     if not history:
         raise ValueError("no epoch was validated: nothing to select from")
+    if "rule" not in selection:
+        key, mode = selection["monitor"], selection.get("mode", "max")
+        scored = [e for e in history if _finite(e["metrics"].get(key))]
+        if not scored:
+            raise ValueError(f"no epoch logged a finite {key}: nothing to select from")
+        sign = 1.0 if mode == "max" else -1.0
+        top = min(scored, key=lambda e: (-sign * e["metrics"][key], e["epoch"]))
+        return top["epoch"], (f"epoch {top['epoch']}: the {'best' if mode == 'max' else 'lowest'} {key} "
+                              f"({top['metrics'][key]:.4f}) among the final stage's {len(scored)} epoch(s)")
     rule = selection["rule"]
     if rule == "last":
         last = max(e["epoch"] for e in history)

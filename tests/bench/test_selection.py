@@ -127,10 +127,11 @@ def test_a_run_under_shens_rule_tests_the_epoch_the_rule_picks(tmp_path, monkeyp
     assert report["meta"]["checkpoint"] == str(task.folder / record["checkpoint"])  # what the test loaded
 
 
-def test_a_staged_method_is_selected_among_its_final_stage_epochs_only(tmp_path, monkeypatch):
+@pytest.mark.parametrize("selection", ["{rule: gap_within, tolerance: 1.0}", "{monitor: val/f1, mode: max}"])
+def test_a_staged_method_is_selected_among_its_final_stage_epochs_only(tmp_path, monkeypatch, selection):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "suite").mkdir()
-    (tmp_path / "suite" / "p.yaml").write_text(PROTOCOL.replace("SELECTION", "{rule: gap_within, tolerance: 1.0}"))
+    (tmp_path / "suite" / "p.yaml").write_text(PROTOCOL.replace("SELECTION", selection))
     (protocol,) = load_suite(str(tmp_path / "suite"))
     from faircl.methods import INLP
     spec = MethodSpec("INLP", "faircl.methods.INLP", {"stage1_epochs": 2, "n_clf": 2}, INLP)
@@ -139,7 +140,29 @@ def test_a_staged_method_is_selected_among_its_final_stage_epochs_only(tmp_path,
     task.prepare()
     assert run_one(str(task.folder)) == 0
     history = json.loads((task.folder / "epochs.json").read_text())
-    # stage 1 (epochs 0-1) is plain CE: with a tolerance of 100 points it would win on a lower gap if it were a
-    # candidate; only the final stage's epochs are
+    # stage 1 (epochs 0-1) is plain CE: with a tolerance of 100 points it would win on a lower gap, and on F1 it
+    # often wins outright, if it were a candidate; only the final stage's epochs are (a monitor included)
     assert [e["epoch"] for e in history] == [2, 3]
     assert task.record()["selected"]["epoch"] in (2, 3)
+    assert [p.name for p in task.folder.rglob("*.ckpt")] == [f"epoch={task.record()['selected']['epoch']}.ckpt"]
+
+
+def test_a_monitor_picks_the_best_epoch_the_earliest_on_a_tie():
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        n = int(rng.integers(1, 10))
+        f1 = np.round(rng.uniform(0.5, 0.9, n), 1).tolist()  # rounded: ties happen
+        if rng.random() < 0.3:
+            f1[int(rng.integers(n))] = float("nan")
+        history = [{"epoch": e + 3, "metrics": {"val/f1": v}} for e, v in enumerate(f1)]
+        for mode in ("max", "min"):
+            best, want = None, None
+            for e, v in enumerate(f1):  # literal loop: strictly better replaces, so a tie keeps the earlier epoch
+                if v == v and (best is None or (v > best if mode == "max" else v < best)):
+                    best, want = v, e + 3
+            if want is None:
+                with pytest.raises(ValueError, match="finite val/f1"):
+                    pick_epoch(history, {"monitor": "val/f1", "mode": mode})
+                continue
+            got, why = pick_epoch(history, {"monitor": "val/f1", "mode": mode})
+            assert got == want and "val/f1" in why, (f1, mode, why)
