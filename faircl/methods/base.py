@@ -87,8 +87,7 @@ class FairModule(L.LightningModule):
     input_kinds: tuple[str, ...] = TRAINABLE_KINDS
     #: the method trains on two augmented views (``x2``; the datamodule's ``two_views=True``)
     requires_views: bool = False
-    #: buffers whose size follows the data a run saw (e.g. one entry per train row): the method takes a checkpoint's
-    #: size on load (``_load_from_state_dict``), so ``faircl test --ckpt_path`` does not compare their shapes
+    #: buffers sized by the data a run saw (one entry per train row), taken at the checkpoint's size on load
     checkpoint_sized_buffers: tuple[str, ...] = ()
     #: the method can train through the gradient cache: its outputs are ``self(x)`` of the batch's views and every
     #: trained parameter is reached through them (no parameters used only inside :meth:`losses`)
