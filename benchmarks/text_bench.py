@@ -158,8 +158,9 @@ def render(work: Path, out: Path, walls: dict[str, float], note: str = "") -> No
             lines.append(f"| {label} lowers {r['gap']} vs {r.get('baseline') or 'CE'} | {r['protocol']} | {b_eff} | "
                          f"{b_ver} | {fmt(r)} | **{r['verdict']}** | {ctrl.get(r['gap'], '—')} "
                          f"| {wall / 60:.1f} min |")
-    lines += ["", f"Wall time of the bench invocations: {total / 60:.1f} min in all (the first invocation on each "
-              "protocol also trained and cached its baselines' runs, which every later one reused)."
+    lines += ["", f"Wall time of the bench invocations' own runs: {total / 60:.1f} min in all (each invocation's "
+              "`bench.json`: a run it reused, from the baseline cache or from an earlier invocation of the same "
+              "command, counts 0 there; the first invocation on a protocol trained and cached its baselines)."
               + (f" {note}" if note else ""), "", DIFFERENCES]
     out.write_text("\n".join(lines) + "\n")
 

@@ -132,8 +132,9 @@ def render(work: Path, out: Path, note: str = "") -> None:
             lines.append(f"| {label} lowers {r['gap']} vs {r['baseline']} ({ds}) | {b_eff} | {b_ver} | {fmt(r)} "
                          f"| **{r['verdict']}** | {ctrl.get(r['gap'], '—')} | {wall / 60:.1f} min |")
     rest = [o for o in before if o["claim"] not in used]
-    lines += ["", f"Wall time of the bench invocations: {total / 60:.1f} min in all (the first invocation of each "
-              "family also trained and cached its baseline's runs, which every later one reused)."
+    lines += ["", f"Wall time of the bench invocations' own runs: {total / 60:.1f} min in all (each invocation's "
+              "`bench.json`: a run it reused, from the baseline cache or from an earlier invocation of the same "
+              "command, counts 0 there; the first invocation on a protocol trained and cached its baselines)."
               + (f" {note}" if note else ""), ""]
     if rest:
         lines += ["Claims of `vision_fairness.md` that the bench does not judge (see below why):", ""]

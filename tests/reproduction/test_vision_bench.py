@@ -58,4 +58,4 @@ def test_render_pairs_before_and_after(tmp_path, bench_out):
     listed = text.split("does not judge")[1]
     assert "cluster dominance" in listed and "λ = 0" in listed
     assert "Shen: Con_* (l2 h, Shen) lowers GAP vs CE (full batch) (digits)" not in listed
-    assert "Wall time of the bench invocations: 3.0 min" in text
+    assert "Wall time of the bench invocations' own runs: 3.0 min" in text
