@@ -1,5 +1,5 @@
 """Results file of ``benchmarks/embedding_fairness.py``: the verdict table first, then the original encoder's bias
-against its item-level null (``_embedding_claims.py``), the per-source CCED, every metric over seeds, SEAT / Bias-IR
+against its item-level null (:mod:`faircl.eval.embedding_claims`), the per-source CCED, every metric over seeds, SEAT / Bias-IR
 details, CCD's bandwidth under the median and the literal variance rule, training."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ import math
 from pathlib import Path
 
 import numpy as np
-from _embedding_claims import SPLIT_SEED, evidence, null_table
 from _stats import RULE as SHARED_RULE
 from _stats import SUMMARY_HEADER, decide_rows, summary_claim
+
+from faircl.eval.embedding_claims import SPLIT_SEED, evidence, null_table
 
 # (claim, metric key, ideal value or None (lower is better), protocol)
 CLAIMS = (

@@ -34,11 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from _embedding_items import CachedEmbed, check_against_summary, item_outputs  # noqa: E402
 from _embedding_report import write_report  # noqa: E402
 
 from faircl.data.counterfactual import CDA, AttributeLexicon, make_cda_tuples, read_texts  # noqa: E402
 from faircl.eval import embedding_bias as eb  # noqa: E402
+from faircl.eval.embedding_items import CachedEmbed, check_against_summary, item_outputs  # noqa: E402
 from faircl.losses.ccd import ccd_bandwidth, ccd_kernel  # noqa: E402
 from faircl.metrics.embedding import cced  # noqa: E402
 

@@ -5,6 +5,7 @@ bench forming one Holm family; ``results.md`` (verdicts first), ``results.csv`` 
 from __future__ import annotations
 
 import csv
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 from faircl.bench.runner import RunTask
 from faircl.bench.spec import Protocol
 from faircl.cli.compare import read_run
-from faircl.eval.baseline import compare_to_baseline, decide_family
+from faircl.eval.baseline import BaselineResult, compare_to_baseline, decide_family
 from faircl.eval.tradeoff import Setting
 
 __all__ = ["ClaimRow", "decide_bench", "write_results"]
@@ -66,10 +67,17 @@ def decide_bench(protocols: list[Protocol], tasks: dict[str, list[RunTask]], met
     for p in protocols:
         ts = tasks.get(p.name, [])
         method_tasks = [t for t in ts if not t.baseline]
+        for claim in [c for c in p.claims if c.score]:  # item-level scores of the embeddings suite
+            found = _item_claim(p, claim, ts, method_label, n_permutations, n_bootstrap)
+            if found is not None:
+                rows.append(found[0])
+                results.append(found[1])
+                gaps.append(claim.gap)
+                margins.append(claim.margin)
         method = Setting(method_label, {}, _runs(method_tasks))
         if not method.runs:
             continue
-        for claim in p.claims:
+        for claim in [c for c in p.claims if not c.score]:
             base_tasks = [t for t in ts if t.baseline and t.setting == claim.baseline]
             base = Setting(claim.baseline, {}, _runs(base_tasks))
             if not base.runs:
@@ -98,6 +106,35 @@ def decide_bench(protocols: list[Protocol], tasks: dict[str, list[RunTask]], met
     return rows
 
 
+def _items(tasks: list[RunTask]) -> dict[int, dict[str, Any]]:
+    out = {}
+    for t in tasks:
+        if t.done and (t.folder / "items.json").is_file():
+            out[t.seed] = json.loads((t.folder / "items.json").read_text())
+    return out
+
+
+def _item_claim(p: Protocol, claim: Any, ts: list[RunTask], method_label: str, n_permutations: int,
+                n_bootstrap: int) -> tuple[ClaimRow, BaselineResult] | None:
+    """The row and the evidence of a ``score`` claim from the ``items.json`` of the runs both settings finished."""
+    from faircl.bench.embeddings import item_claim  # deferred: torch and the embedding bias sets
+
+    base = _items([t for t in ts if t.baseline and t.setting == claim.baseline])
+    meth = _items([t for t in ts if not t.baseline])
+    seeds = sorted(set(base) & set(meth))
+    if not seeds:
+        return None
+    name = f"{method_label} lowers {claim.score} vs {claim.baseline}"
+    ev, extra = item_claim(name, claim.score, [base[s] for s in seeds], [meth[s] for s in seeds],
+                           claim.paper_effect, n_permutations, n_bootstrap)
+    wall = sum(t.record().get("wall_s", 0.0) for t in ts if not t.baseline and t.done)
+    (b, m), (bu, mu) = extra["values"], extra["utility"]
+    row = ClaimRow(p.name, p.control, "", claim.score, claim.baseline, method_label, seeds, b, m, bu, mu, None, True,
+                   wall, {"paper": p.paper, "utility": "utility_accuracy", "bias_text": extra["bias_text"],
+                          "what": extra["what"]})
+    return row, BaselineResult({}, [], {method_label: seeds}, [True], [ev])
+
+
 def _pct(x: float, signed: bool = False) -> str:
     if x is None or not math.isfinite(x):
         return "—"
@@ -112,9 +149,9 @@ def _ci(e: Any) -> str:
     return f"{_pct(e.mean, True)} [{lo}, {hi}]"
 
 
-def _bias(v: Any) -> str:
+def _bias(v: Any, text: str = "") -> str:
     if not v.bias:
-        return "not checked"
+        return text or "not checked"
     return "; ".join(f"{b.split} {100 * b.observed:.1f} vs null q95 {100 * b.null_q95:.1f} (p {b.p_value:.3g})"
                      for b in v.bias)
 
@@ -127,7 +164,7 @@ def _cells(r: ClaimRow) -> list[str]:
     v = r.verdict
     paper = "—" if v.paper_effect is None else _pct(v.paper_effect, True)
     return [r.protocol + (" (control)" if r.control else ""), r.claim, f"**{v.verdict}**", _pct(r.baseline_gap),
-            _pct(r.method_gap), _ci(v.effect), paper, _ci(v.utility), _bias(v),
+            _pct(r.method_gap), _ci(v.effect), paper, _ci(v.utility), _bias(v, r.extra.get("bias_text", "")),
             f"{v.p_holm:.3g}" if math.isfinite(v.p_holm) else "—", str(len(r.seeds)), v.reason]
 
 

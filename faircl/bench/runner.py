@@ -133,6 +133,8 @@ class RunTask:
         (self.folder / "config.yaml").write_text(yaml.safe_dump(self.config(), sort_keys=False))
         if self.protocol.selection:
             (self.folder / "selection.yaml").write_text(yaml.safe_dump(self.protocol.selection, sort_keys=False))
+        if self.protocol.evaluate:
+            (self.folder / "evaluate.yaml").write_text(yaml.safe_dump(self.protocol.evaluate, sort_keys=False))
 
     @property
     def done(self) -> bool:
@@ -196,6 +198,8 @@ def run_one(folder: str) -> int:
     if not report.is_file():
         print(f"faircl bench: the test wrote no {report}", file=sys.stderr)
         return 1
+    if (root / "evaluate.yaml").is_file():  # the embeddings suite: score the tested encoder item by item
+        _score_embeddings(root, test)
     record = {"report": str(report.relative_to(root)), "checkpoint": str(Path(best).relative_to(root)),
               "fit_s": round(fit_s, 3), "wall_s": round(time.perf_counter() - start, 3)}
     if chosen is not None:
@@ -204,6 +208,26 @@ def run_one(folder: str) -> int:
     tmp.write_text(json.dumps(record, indent=2))
     tmp.replace(root / "run.json")
     return 0
+
+
+def _score_embeddings(root: Path, test: Any) -> None:
+    """``items.json``: the tested model's CCED per test tuple and its embedding bias sets, item by item."""
+    from faircl.bench.embeddings import score_items  # deferred: torch and the embedding bias sets
+    from faircl.data.locations import DATA_ENV  # deferred: with faircl.bench.embeddings
+
+    settings = yaml.safe_load((root / "evaluate.yaml").read_text())
+    dm = test.datamodule
+    data_dir = getattr(dm, "data_dir", None) or os.environ.get(DATA_ENV)
+    if not data_dir:
+        raise FileNotFoundError(f"faircl bench: the embedding bias sets are read from the data folder: set {DATA_ENV}")
+    start = time.perf_counter()
+    items = score_items(test.model, dm, data_dir, settings)
+    tmp = root / "items.json.tmp"
+    tmp.write_text(json.dumps(items, allow_nan=True))
+    tmp.replace(root / "items.json")
+    print(f"faircl bench: embeddings scored ({items['sentences_encoded']} sentences, CCED in "
+          f"{100 * items['cced_in']:.2f} / held out {100 * items['cced_heldout']:.2f} ×100) in "
+          f"{time.perf_counter() - start:.1f} s", flush=True)
 
 
 def _pick_checkpoint(root: Path, ckpt_dir: Path) -> tuple[str, dict[str, Any]]:

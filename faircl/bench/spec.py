@@ -27,6 +27,9 @@ main protocol with ``data.init_args.permute_attribute: true`` and ``control: tru
 names the data set folder under ``$FAIRCL_DATA``; without it the protocol is skipped with that reason.
 ``applies_to: [<class name>, ...]`` keeps a protocol to those methods and their subclasses (a grid of one method's
 own settings against one of them, e.g. TwoStageCL against λ = 0); any other method is skipped with that reason.
+A protocol of the ``embeddings`` suite trains an encoder on counterfactual tuples, has an ``evaluate`` block (subset
+sizes of the embedding bias sets, :data:`EVALUATE_DEFAULTS`) and claims that name an item-level ``score``
+(:data:`ITEM_SCORES`) instead of a ``gap``: :mod:`faircl.bench.embeddings`.
 ``--quick`` merges the ``quick`` block over the protocol. The cache key of a baseline run is the hash of the resolved
 protocol (:meth:`Protocol.key`): editing a protocol (or bumping its ``version``) retrains its baselines, nothing
 else does.
@@ -53,10 +56,17 @@ __all__ = ["Claim", "Protocol", "SUITES", "deep_merge", "load_suite", "suite_nam
 #: the shipped suites, in ``faircl bench --list`` order
 SUITES = ("text", "vision", "embeddings")
 _KEYS = {"name", "version", "title", "paper", "input_kind", "views", "data", "model", "trainer", "selection", "seeds",
-         "baselines", "claims", "quick", "extends", "requires_data", "control", "notes", "applies_to"}
+         "baselines", "claims", "quick", "extends", "requires_data", "control", "notes", "applies_to", "evaluate"}
 #: keys an ``extends`` file replaces whole instead of merging into its parent's
 _REPLACED = ("selection", "baselines")
-_CLAIM_KEYS = {"gap", "baseline", "paper_effect", "utility", "leakage", "leakage_paper_effect", "margin"}
+_CLAIM_KEYS = {"gap", "score", "baseline", "paper_effect", "utility", "leakage", "leakage_paper_effect", "margin"}
+#: the item-level scores an ``embeddings`` claim may name (:data:`faircl.bench.embeddings.SCORES`; kept here so that
+#: ``--list`` and the checks of a protocol file import no torch)
+ITEM_SCORES = ("cced_heldout", "cced_in", "seat", "bias_ir", "crows", "stereoset")
+#: the ``evaluate`` block of an ``embeddings`` protocol: subset sizes of the bias sets (``None`` = all items), the
+#: Bias-in-Bios biographies per profession of the utility probe, the encoding batch
+EVALUATE_DEFAULTS: dict[str, Any] = {"seat_max": None, "crows_max": None, "stereoset_max": None,
+                                     "bias_ir_queries": None, "utility_per_class": 10, "batch_size": 64}
 
 
 def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -70,10 +80,12 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 @dataclass(frozen=True)
 class Claim:
     """"The method lowers ``gap`` against ``baseline`` at little ``utility`` cost" (and, with ``leakage``, lowers
-    the leakage probe's accuracy); ``paper_effect``: the change the paper reports (fraction, negative = reduction)."""
+    the leakage probe's accuracy); ``paper_effect``: the change the paper reports (fraction, negative = reduction).
+    An ``embeddings`` claim names an item-level ``score`` (:data:`ITEM_SCORES`) instead of a ``gap``."""
 
     gap: str
     baseline: str
+    score: str = ""
     paper_effect: float | None = None
     utility: str = "accuracy"
     leakage: bool = False
@@ -103,6 +115,7 @@ class Protocol:
     control: bool = False
     notes: str = ""
     applies_to: tuple[str, ...] = ()
+    evaluate: dict[str, Any] = field(default_factory=dict)
     quick: bool = False
     source: str = ""
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -110,6 +123,8 @@ class Protocol:
     def key(self) -> str:
         """Hash of everything a run's result depends on but the method and the seed (12 hex digits)."""
         body = {k: self.raw.get(k) for k in ("version", "data", "model", "trainer", "selection", "views")}
+        if self.raw.get("evaluate"):  # only where given: the keys of the other suites' baselines stay as they were
+            body["evaluate"] = self.raw["evaluate"]
         return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
     def missing_data(self) -> str | None:
@@ -183,8 +198,9 @@ def _claims(path: Path, items: Any, baselines: dict[str, Any]) -> list[Claim]:
         raise CLIError(f"bench: {path}: 'claims' must be a non-empty list of {{gap, baseline, ...}}")
     out = []
     for i, c in enumerate(items):
-        if not isinstance(c, dict) or "gap" not in c or "baseline" not in c:
-            raise CLIError(f"bench: {path}: claims[{i}] needs 'gap' and 'baseline', got {c!r}")
+        if not isinstance(c, dict) or ("gap" in c) == ("score" in c) or "baseline" not in c:
+            raise CLIError(f"bench: {path}: claims[{i}] needs 'baseline' and one of 'gap' (a metric of the rows) or "
+                           f"'score' (an item-level score of the embeddings suite), got {c!r}")
         unknown = set(c) - _CLAIM_KEYS
         if unknown:
             raise CLIError(f"bench: {path}: claims[{i}]: unknown key(s) {sorted(unknown)} (known: "
@@ -192,6 +208,10 @@ def _claims(path: Path, items: Any, baselines: dict[str, Any]) -> list[Claim]:
         if c["baseline"] not in baselines:
             raise CLIError(f"bench: {path}: claims[{i}] names baseline {c['baseline']!r}, not one of "
                            f"{sorted(baselines)}")
+        if "score" in c:
+            if c["score"] not in ITEM_SCORES:
+                raise CLIError(f"bench: {path}: claims[{i}]: score {c['score']!r} is not one of {list(ITEM_SCORES)}")
+            c = {**c, "gap": c["score"]}
         out.append(Claim(**c))
     return out
 
@@ -204,6 +224,19 @@ def _names(path: Path, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
         raise CLIError(f"bench: {path}: 'applies_to' must be a method class name or a list of them, got {value!r}")
     return tuple(value)
+
+
+def _evaluate(path: Path, raw: dict[str, Any]) -> dict[str, Any]:
+    block = raw.get("evaluate")
+    scores = [c.get("score") for c in raw.get("claims") or [] if isinstance(c, dict) and c.get("score")]
+    if scores and block is None:
+        raise CLIError(f"bench: {path}: claims on {scores} need an 'evaluate' block (the bias sets' subset sizes; "
+                       "{} for all items)")
+    if block is None:
+        return {}
+    if not isinstance(block, dict) or set(block) - set(EVALUATE_DEFAULTS):
+        raise CLIError(f"bench: {path}: 'evaluate' must be a mapping of {sorted(EVALUATE_DEFAULTS)}, got {block!r}")
+    return {**EVALUATE_DEFAULTS, **block}
 
 
 def _protocol(name: str, suite: str, files: dict[str, Path], quick: bool) -> Protocol:
@@ -230,7 +263,8 @@ def _protocol(name: str, suite: str, files: dict[str, Path], quick: bool) -> Pro
         seeds=int(raw.get("seeds", 3)), baselines=baselines, claims=_claims(path, raw["claims"], baselines),
         paper=str(raw.get("paper", "")), views=bool(raw.get("views", False)), requires_data=raw.get("requires_data"),
         control=bool(raw.get("control", False)), notes=str(raw.get("notes", "")).strip(),
-        applies_to=_names(path, raw.get("applies_to")), quick=quick,
+        applies_to=_names(path, raw.get("applies_to")), evaluate=_evaluate(path, raw),
+        quick=quick,
         source=str(path), raw=raw)
 
 

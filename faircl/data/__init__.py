@@ -12,7 +12,7 @@ from faircl.data.augment import (EDA, BackTranslationAug, ContextualLMAug, Count
                                  ModelDirError, SimCLRTransform, TwoViews, WordNetUnavailableError, prepare_wordnet)
 from faircl.data.base import FairDataModule, FairDataset, encode_groups
 from faircl.data.counterfactual import (CDA, AttributeLexicon, CounterfactualTuples, LLMAugmenter, OpenAIChatBackend,
-                                        PolarityReport, TupleDataset, make_cda_tuples, polarity_check, read_texts,
+                                        PolarityReport, SourcedTuples, TupleDataset, make_cda_tuples, polarity_check, read_texts,
                                         read_tuple_file, write_tuple_file)
 from faircl.data.feature_cache import FeatureCache
 from faircl.data.io import UNKNOWN_VALUES, DataError, read_table, stratified_split
@@ -31,7 +31,7 @@ DATAMODULES: dict[str, type[FairDataModule]] = {
         BiasedFeatures, SynthBios, ColoredDigits,
         BiasInBios, Moji, Jigsaw, HateSpeech, JigsawTemplates, TextCSV, SynthBiosText,
         UTKFace, CelebA, CUB200, ImageCSV, StereoDigits, StereoUTKFace,
-        CounterfactualTuples,
+        CounterfactualTuples, SourcedTuples,
     )
 }
 
@@ -48,7 +48,7 @@ __all__ = [
     "TextDataModule", "BiasInBios", "HateSpeech", "Jigsaw", "JigsawTemplates", "Moji", "TextCSV", "SynthBiosText",
     "ImageFairDataModule", "UTKFace", "CelebA", "CUB200", "ImageCSV", "StereoDigits", "StereoUTKFace", "imbalance_rows", "induce_imbalance", "subset",
     "CDA", "AttributeLexicon", "CounterfactualTuples", "LLMAugmenter", "OpenAIChatBackend", "PolarityReport",
-    "TupleDataset", "make_cda_tuples", "polarity_check", "read_texts", "read_tuple_file", "write_tuple_file",
+    "SourcedTuples", "TupleDataset", "make_cda_tuples", "polarity_check", "read_texts", "read_tuple_file", "write_tuple_file",
     "GroupBalancedBatchSampler", "SamplesPerClassSampler", "StratifiedBatchSampler",
     "EDA", "BackTranslationAug", "ContextualLMAug", "CounterfactualSwap", "FeatureNoise", "ModelDirError",
     "SimCLRTransform", "TwoViews", "WordNetUnavailableError", "prepare_wordnet",

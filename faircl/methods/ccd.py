@@ -274,3 +274,20 @@ class CCD(FairModule):
              "normalize": self.normalize, "pooling": self.encoder.pooling, "best_val_loss": float(self.best_val_loss)},
             indent=2))
         return path
+
+
+class OriginalEncoder(CCD):
+    """The encoder CCD starts from, left as it is: the baseline of the embedding protocols (``faircl bench
+    embeddings``). Fitting it takes no optimiser step (``training_step`` returns nothing), so its checkpoint holds
+    the original weights and its test reports what every debiasing method is compared with.
+
+    Args:
+        rho: the bandwidth of the validation loss it logs; fixed (1.0) because nothing is chosen by it.
+        **kwargs: the :class:`CCD` arguments (the encoder, ``normalize``).
+    """
+
+    def __init__(self, rho: float | None = 1.0, **kwargs: Any) -> None:
+        super().__init__(rho=rho, **kwargs)
+
+    def training_step(self, batch: dict[str, Any], batch_idx: int) -> None:
+        return None  # no loss: Lightning skips the backward pass and the optimiser step

@@ -1,4 +1,4 @@
-"""The embedding benchmark's verdicts from saved per-item outputs (benchmarks/_embedding_claims.py, rendered by
+"""The embedding benchmark's verdicts from saved per-item outputs (faircl/eval/embedding_claims.py, rendered by
 ``embedding_fairness.py --render``): a planted bias of the original encoder is found and its claim decided, a
 metric without bias reads untestable, CCED says its null is not defined. Synthetic runs, no model: a few seconds."""
 
@@ -21,10 +21,9 @@ TESTS = ("sent-weat6", "sent-weat6b", "sent-weat7", "sent-weat7b", "sent-weat8",
 
 @pytest.fixture(scope="module")
 def claims():
-    sys.path.insert(0, str(BENCH))
-    import _embedding_claims
+    from faircl.eval import embedding_claims
 
-    return _embedding_claims
+    return embedding_claims
 
 
 def _seat(rng, shift, words=8, per_word=6):

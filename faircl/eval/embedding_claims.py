@@ -1,4 +1,4 @@
-"""The embedding benchmark's claims from its per-item outputs (``benchmarks/_embedding_items.py``): the original
+"""The embedding benchmark's claims from its per-item outputs (:mod:`faircl.eval.embedding_items`): the original
 encoder's bias against its null on the test items and on a held-out validation sample, and the seed-paired change
 with the item bootstrap nested in the seeds (:mod:`faircl.eval.item_nulls`).
 
@@ -11,15 +11,10 @@ tuples' sampling and the change is the paired t-test over seeds.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from faircl.eval.compare import BiasTest, Effect, paired_seed_comparison  # noqa: E402
-from faircl.eval.item_nulls import (SeatItems, binomial_preference_null, grouped_label_null,  # noqa: E402
+from faircl.eval.compare import BiasTest, Effect, paired_seed_comparison
+from faircl.eval.item_nulls import (SeatItems, binomial_preference_null, grouped_label_null,
                                     paired_item_bootstrap, preference_deviation, seat_mean_abs_effect,
                                     seat_permutation_null, seat_units, share_deviation)
 
@@ -67,25 +62,52 @@ def _splits(real_on, strata, n_splits: int, n: int | None = None) -> tuple[int, 
     return both, n_splits
 
 
-def evidence(runs: list[dict], head: str, key: str, n_perm: int, n_boot: int, n_splits: int = 1000) -> dict:
+def _values(stat, base: list, meth: list) -> tuple[float, float]:
+    """The observed score of the baseline and of the method, each averaged over the seeds."""
+    return (float(np.mean([stat(d, None)[0] for d in base])), float(np.mean([stat(d, None)[0] for d in meth])))
+
+
+def _cced_stat(d: dict, sources: list[str], w: np.ndarray | None) -> np.ndarray:
+    values = np.concatenate([np.asarray(d["cced"][s], dtype=float) for s in sources])
+    return np.atleast_1d(values.mean() if w is None else w @ values / w.sum(axis=1))
+
+
+def evidence(runs: list[dict], head: str, key: str, n_perm: int, n_boot: int, n_splits: int = 1000,
+             tuples_shared: bool = False, heldout: tuple[str, ...] | None = None) -> dict:
     """``effect`` (:class:`Effect`), ``bias`` (BiasTests, empty for CCED), ``bias_text``, ``items`` (test / val
-    counts), ``reference`` (the null on all items) and ``splits`` (other half-splits with both halves real, of how
-    many) of one claim; the baseline is the ``original`` model of every seed."""
+    counts), ``reference`` (the null on all items), ``splits`` (other half-splits with both halves real, of how
+    many) and ``values`` (the baseline's and the method's mean score over seeds) of one claim; the baseline is the
+    ``original`` model of every seed.
+
+    CCED: the paired t-test over seeds when every seed draws its own tuples; with ``tuples_shared`` (every seed and
+    both models scored on the same tuples, ``items["cced"]`` per source) the tuples are bootstrapped within their
+    source, nested in the seeds. ``heldout``: the held-out sources (default: the original's ``heldout_sources``)."""
     base = [r["models"]["original"]["items"] for r in runs]
     meth = [r["models"][head]["items"] for r in runs]
     if key in ("cced_heldout", "cced_in"):
         b = [float(r["models"]["original"][key]) for r in runs]
         m = [float(r["models"][head][key]) for r in runs]
-        return {"effect": paired_seed_comparison(b, m), "bias": (),
-                "bias_text": CCED_NULL.format(obs=100 * float(np.mean(b))), "items": None}
+        out = {"bias": (), "bias_text": CCED_NULL.format(obs=100 * float(np.mean(b))), "items": None,
+               "values": (float(np.mean(b)), float(np.mean(m)))}
+        if not tuples_shared:
+            return {**out, "effect": paired_seed_comparison(b, m)}
+        held = set(heldout if heldout is not None else runs[0]["models"]["original"].get("heldout_sources", ()))
+        sources = [s for s in base[0]["cced"] if (s in held) == (key == "cced_heldout")]
+        strata = np.concatenate([[i] * len(base[0]["cced"][s]) for i, s in enumerate(sources)])
+        effect = paired_item_bootstrap(lambda d, w: _cced_stat(d, sources, w), base, meth, strata, n_boot)
+        return {**out, "effect": effect, "items": (f"{len(strata)} tuples", "—")}
     if key == "seat_mean_abs_effect_size":
         tests = _seat_tests(base[0]["seat"])
-        effect = paired_item_bootstrap(lambda d, w: seat_mean_abs_effect(_seat_tests(d["seat"]), w), base, meth,
-                                       seat_units(tests), n_boot)
+
+        def seat_stat(d, w):
+            return seat_mean_abs_effect(_seat_tests(d["seat"]), w)
+
+        effect = paired_item_bootstrap(seat_stat, base, meth, seat_units(tests), n_boot)
         bias = (seat_permutation_null(tests, n_perm, split="test"),
                 seat_permutation_null(_seat_tests(base[0]["seat_words"]), n_perm, split="validation (word tests)"))
         n_words = sum(len(t.unit_in_x) for t in tests)
-        return {"effect": effect, "bias": bias, "items": (f"{n_words} target words", "the word-level tests")}
+        return {"effect": effect, "bias": bias, "items": (f"{n_words} target words", "the word-level tests"),
+                "values": _values(seat_stat, base, meth)}
     if key == "bias_ir_deviation":
         m0, f0, cells, cat = _ir(base[0])
         test, val = half_split(len(m0), cat)
@@ -104,18 +126,21 @@ def evidence(runs: list[dict], head: str, key: str, n_perm: int, n_boot: int, n_
                                       n_bootstrap=0).real
 
         return {"effect": effect, "bias": bias, "items": (f"{len(test)} queries", f"{len(val)} queries"),
-                "reference": (every, f"{len(m0)} queries"), "splits": _splits(real_on, cat, n_splits // 10)}
+                "reference": (every, f"{len(m0)} queries"), "splits": _splits(real_on, cat, n_splits // 10),
+                "values": _values(stat, base, meth)}
     name = "crows" if key.startswith("crows") else "stereoset"
     prefs = _prefs(base[0], name)
     test, val = half_split(len(prefs))
-    effect = paired_item_bootstrap(lambda d, w: preference_deviation(_prefs(d, name)[test], w), base, meth,
-                                   np.zeros(len(test)), n_boot)
+    def pref_stat(d, w):
+        return preference_deviation(_prefs(d, name)[test], w)
+
+    effect = paired_item_bootstrap(pref_stat, base, meth, np.zeros(len(test)), n_boot)
     bias = tuple(binomial_preference_null(prefs[i], split=s) for i, s in ((test, "test"), (val, "validation")))
     unit = "pairs" if name == "crows" else "items"
     every = binomial_preference_null(prefs, split="all items (reference only)")
     splits = _splits(lambda i: binomial_preference_null(prefs[i], n_bootstrap=0).real, None, n_splits, len(prefs))
     return {"effect": effect, "bias": bias, "items": (f"{len(test)} {unit}", f"{len(val)} {unit}"),
-            "reference": (every, f"{len(prefs)} {unit}"), "splits": splits}
+            "reference": (every, f"{len(prefs)} {unit}"), "splits": splits, "values": _values(pref_stat, base, meth)}
 
 
 def null_table(rows: list[tuple[str, dict]]) -> list[str]:

@@ -1,4 +1,4 @@
-"""Per-item outputs of the embedding benchmark (``benchmarks/embedding_fairness.py``), saved for every model and seed
+"""Per-item outputs of the embedding benchmarks (``faircl bench embeddings``, ``benchmarks/embedding_fairness.py``), saved for every model and seed
 so that the original encoder's bias can be compared with a null and the changes bootstrapped over items.
 
 * CrowS-Pairs: per pair, ``cos(more, shared) − cos(less, shared)`` (> 0: the more stereotyping sentence is preferred).
