@@ -44,7 +44,7 @@ PROTOCOLS = {  # name: fit arguments (test adds --ckpt_path best); 1 epoch: the 
 }
 QUIET = ["--trainer.enable_progress_bar", "false"]
 #: quick protocols of ``faircl bench`` (suite, protocol): their generated run config, as a bench run gets it
-BENCH = (("text", "synthbios"), ("vision", "colored_digits"))
+BENCH = (("text", "synthbios"), ("vision", "stereo_digits"))
 
 
 def bench_configs(folder: Path) -> dict[str, list[str]]:

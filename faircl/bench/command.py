@@ -92,7 +92,7 @@ def _list() -> int:
                                for c in p.claims)
             print(f"  {p.name} (v{p.version}, {p.input_kind}{', control' if p.control else ''}): {p.title}")
             print(f"      {p.seeds} seeds, {p.trainer.get('max_epochs', '?')} epochs, "
-                  f"selection {describe(p.selection)}; "
+                  f"selection {describe(p.selection, p.trainer)}; "
                   f"claims: {claims}"
                   + (f"; paper: {p.paper}" if p.paper else "") + (f"\n      not runnable here: {need}" if need
                                                                      else ""))

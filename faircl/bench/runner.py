@@ -35,7 +35,7 @@ import yaml
 from faircl.bench.selection import check_selection, pick_epoch, selection_callbacks
 from faircl.bench.spec import Protocol, deep_merge
 from faircl.cli.names import CLIError
-from faircl.cli.workers import RunPool
+from faircl.cli.workers import PRELOAD, RunPool
 
 __all__ = ["MethodSpec", "RunTask", "default_cache", "plan", "resolve_method", "run_one", "run_tasks"]
 
@@ -269,7 +269,7 @@ def run_tasks(tasks: list[RunTask], say=print, fresh: bool = False) -> list[str]
         say(f"faircl bench: {cached} of {len(tasks)} runs already done ({base} cached baseline runs), reused")
     if not todo:
         return []
-    pool = None if fresh else RunPool()
+    pool = None if fresh else RunPool((*PRELOAD, "faircl.bench.runner"))  # the runs' target imported once
     failures, times, t0 = [], [], time.perf_counter()
     env = {"FAIRCL_BENCH_PATH": os.getcwd()}
     for i, task in enumerate(todo, 1):

@@ -59,10 +59,16 @@ def check_selection(selection: dict[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
-def describe(selection: dict[str, Any]) -> str:
-    """A few words for ``selection``: ``best val/accuracy``, ``gap_within 0.01 of the best val/accuracy``, ``last``."""
+def describe(selection: dict[str, Any], trainer: dict[str, Any] | None = None) -> str:
+    """A few words for ``selection``: ``best val/accuracy``, ``gap_within 0.01 of the best val/accuracy``, ``last``;
+    without one, the checkpoint callback of the protocol's ``trainer`` (else the method's own best checkpoint)."""
     if not selection:
-        return "the last checkpoint"
+        for cb in (trainer or {}).get("callbacks") or []:
+            args = cb.get("init_args") or {} if isinstance(cb, dict) else {}
+            if str(cb.get("class_path", "")).endswith("ModelCheckpoint") and args.get("monitor"):
+                word = "lowest" if args.get("mode", "min") == "min" else "best"
+                return f"{word} {args['monitor']} (the protocol's checkpoint callback)"
+        return "the method's own best checkpoint (its default monitor)"
     if "rule" not in selection:
         return f"{'best' if selection.get('mode', 'max') == 'max' else 'lowest'} {selection['monitor']}"
     if selection["rule"] == "gap_within":

@@ -4,12 +4,14 @@ jsonargparse's caches, torch's first-call set-up of its operators, matplotlib's 
 
 The warm-up runs on one torch thread, so no OpenMP team exists in the server when it forks (a team does not survive a
 fork); :func:`restore_threads`, called by each child, gives the run the thread count the server started with. A
-warm-up that fails is skipped: the runs are then merely slower.
+warm-up that fails is skipped: the runs are then merely slower. After it the server's objects are frozen
+(:func:`gc.freeze`), so a run's garbage collections leave the shared memory alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import logging
 import os
@@ -53,3 +55,8 @@ def restore_threads() -> None:
 
 
 WARMED = warm_up() if os.environ.get("FAIRCL_NO_WARMUP") != "1" else False
+# Every object the server holds now (torch, Lightning, faircl, their caches) moves to the permanent generation: a
+# child's garbage collections never walk it, so they neither spend the time nor write the objects' headers, which
+# would copy the server's memory page by page into every forked run.
+gc.collect()
+gc.freeze()

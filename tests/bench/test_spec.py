@@ -36,7 +36,7 @@ def _suite(tmp_path, **files):
 
 
 def test_shipped_suites_load_in_both_modes_and_every_control_extends_its_protocol():
-    assert suite_names() == ["text", "vision"]
+    assert suite_names() == ["text", "vision", "embeddings"]
     for suite in suite_names():
         full, quick = load_suite(suite), load_suite(suite, quick=True)
         assert [p.name for p in full] == [p.name for p in quick] and full
