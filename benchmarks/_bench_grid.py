@@ -114,7 +114,7 @@ def script_rows(path: Path) -> list[dict[str, str]]:
     first = path.read_text().split("## The same claims at the epoch of lowest validation DTO")[0]
     rows = []
     for line in first.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]  # not at an escaped \|
         if len(cells) < 10 or cells[0] in ("claim", "---"):
             continue
         verdict = re.match(r"\*\*(.+?)\*\*", cells[9])

@@ -13,8 +13,12 @@ corpora and the bias sets under ``$FAIRCL_DATA`` (default ``../shared/data``) an
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -23,6 +27,8 @@ from _bench_grid import (bench_command, bench_rows, bench_wall, fmt, grid_parser
                          script_rows, shown, slug, use_shared_data)
 
 OUT = ROOT / "benchmarks" / "results" / "embedding_bench.md"
+#: where ``faircl bench`` caches baseline runs by default (``--cache``)
+DEFAULT_CACHE = Path(os.environ.get("FAIRCL_CACHE", Path.home() / ".cache" / "faircl")) / "bench"
 BEFORE = ROOT / "benchmarks" / "results" / "embedding_fairness.md"
 #: label: (method class, its arguments)
 METHODS: dict[str, tuple[str, dict]] = {
@@ -47,6 +53,13 @@ What differs between the two columns (so the numbers are not expected to agree r
   kept by a `ModelCheckpoint`), forked from one worker, then scores the tested model's `embed` (`items.json`). The
   bias sets, their subsets and the item-level nulls are the same code (`faircl.eval.embedding_items`,
   `faircl.eval.embedding_claims`, now in the package).
+- **Dropout.** The script gave CCD its bandwidth ρ, so nothing switched the loaded transformer out of the eval mode
+  that `from_pretrained` returns: its CCD fine-tuned MiniLM with dropout off. The bench's CCD estimates ρ at fit start,
+  and that estimate left every module in train mode: dropout on. Whether ρ was given decided whether dropout ran; now
+  a trainable `HFTextEncoder` starts in train mode either way (the changelog; a test fits CCD both ways). With dropout
+  the validation loss is higher (seed 0's first validation: 0.173 against 0.117 without, on the same tuples) and the
+  best validation loss falls on an earlier step for two seeds (steps 40, 50 and 10; the script's: 50, 50, 50), so
+  training moves the encoder differently, SEAT most of all (table above).
 - **The baseline.** The script scored the original encoder once and paired it with every seed; the bench runs it
   (`OriginalEncoder`: fitted without an optimiser step) on every seed, so its scores repeat exactly.
 - **Not in the bench.** The β ablation, the bandwidth rule's comparison and the utility row as a claim of its own
@@ -57,6 +70,56 @@ What differs between the two columns (so the numbers are not expected to agree r
 
 def before_rows() -> list[dict[str, str]]:
     return script_rows(BEFORE)
+
+
+def _flat(items: dict) -> dict[str, list]:
+    """The per-item outputs of one model as ``name → list`` (Bias-IR's counts as a flat list)."""
+    out = {"crows": items["crows"], "stereoset": items["stereoset"],
+           "bias_ir": [[q["m"], q["f"]] for q in items["bias_ir"]]}
+    out.update({f"seat {t}": v["s"] for t, v in items["seat"].items()})
+    out.update({f"CCED {s}": v for s, v in items["cced"].items()})
+    return out
+
+
+def agreement(work: Path) -> list[str]:
+    """The original encoder's per-item outputs through the bench (seed 0's baseline run) against the script's saved
+    ones (``embedding_fairness.json``, seed 0: the same tuple draw): the largest difference per item set."""
+    saved = BEFORE.with_suffix(".json")
+    found = sorted(Path(work).parent.parent.glob("bench/cda_minilm-*/original/seed_0/items.json")) or \
+        sorted(DEFAULT_CACHE.glob("cda_minilm-*/original/seed_0/items.json"))
+    if not saved.is_file() or not found:
+        return []
+    script = json.loads(saved.read_text())["runs"][0]
+    ours = _flat(json.loads(found[-1].read_text())["items"])
+    theirs = _flat(script["models"]["original"]["items"])
+    lines = []
+    for name in theirs:
+        a, b = np.asarray(theirs[name], dtype=float), np.asarray(ours.get(name, []), dtype=float)
+        lines.append(f"{name}: {a.size} values, " + (f"largest difference {np.abs(a - b).max():.2g}"
+                                                     if a.shape == b.shape else f"shapes differ ({b.shape})"))
+    return lines
+
+
+def per_seed(work: Path) -> list[str]:
+    """CCD's scores per seed, the script's (tuples drawn per seed) and the bench's (one draw), ×100."""
+    saved = BEFORE.with_suffix(".json")
+    ours = {p.parent.name: json.loads(p.read_text())
+            for p in sorted((work / slug("CCD β=1") / "runs" / "cda_minilm").glob("*/seed_*/items.json"))}
+    if not saved.is_file() or not ours:
+        return []
+    keys = ("cced_heldout", "cced_in", "seat_mean_abs_effect_size", "utility_accuracy")
+    lines = ["", "CCD's scores per seed (×100): the script's (each seed its own tuples) against the bench's (seed 0's "
+             "tuples, each seed its own training randomness). The original encoder scores 7.8 / 7.1 / 95.8 / 60.7 "
+             "(the utility probe) in both; SEAT's change is what the seeds disagree on most.", "",
+             "| seed | script: CCED held out / in | bench: CCED held out / in | script: SEAT \\|d\\| | "
+             "bench: SEAT \\|d\\| | script: utility | bench: utility |", "|---|---|---|---|---|---|---|"]
+    for run in json.loads(saved.read_text())["runs"]:
+        m, b = run["models"]["CCD β=1"], ours.get(f"seed_{run['seed']}")
+        if b is None:
+            continue
+        c = [f"{100 * d[k]:.1f}" for d in (m, b) for k in keys]
+        lines.append(f"| {run['seed']} | {c[0]} / {c[1]} | {c[4]} / {c[5]} | {c[2]} | {c[6]} | {c[3]} | {c[7]} |")
+    return lines
 
 
 def render(work: Path, out: Path, note: str = "") -> None:
@@ -95,6 +158,13 @@ def render(work: Path, out: Path, note: str = "") -> None:
     for label in METHODS:
         for r in bench_rows(work / slug(label)):
             lines.append(f"- {label} · {r['gap']}: {r['verdict']}: {r['reason']}")
+    lines += per_seed(work)
+    same = agreement(work)
+    if same:
+        lines += ["", "**Where the runs are the same, the items are the same.** The untouched encoder is the script's "
+                  "original encoder, and seed 0's tuples are the script's seed-0 draw: its per-item outputs through "
+                  "the bench (seed 0's baseline run, `items.json`) against the script's (`embedding_fairness.json`, "
+                  "seed 0):", ""] + [f"- {x}" for x in same]
     out.write_text("\n".join(lines + ["", DIFFERENCES]))
 
 

@@ -341,7 +341,9 @@ class HFTextEncoder(nn.Module):
         if freeze:
             for p in self.model.parameters():
                 p.requires_grad_(False)
-            self.model.eval()
+        # ``from_pretrained`` returns the model in eval mode; a trainable one starts in this module's mode (train:
+        # dropout on while it is fine-tuned), whether or not anything calls ``train()`` before the first step
+        self.model.train(self.training and not freeze)
 
     def train(self, mode: bool = True) -> HFTextEncoder:
         super().train(mode)

@@ -44,3 +44,22 @@ def test_bad_arguments_are_refused():
         SynthBiosText(task="gender")
     with pytest.raises(ValueError, match="takes no data_dir"):
         SynthBiosText(data_dir="somewhere")
+
+
+def test_frozen_views_pair_two_different_copies_drawn_among_the_original_and_its_eda_copies():
+    from faircl.data.text.base import _PickView
+
+    torch.manual_seed(0)
+    pick = _PickView(num_views=3)
+    firsts, seconds = [], []
+    for i in range(4000):
+        (k1, r1), (k2, r2) = pick(i % 7), pick(i % 7)
+        assert r1 == r2 == i % 7 and k1 != k2  # a pair is never one copy twice
+        firsts.append(k1)
+        seconds.append(k2)
+    for draws in (firsts, seconds):  # the original (0) and every EDA copy, about a quarter each
+        share = torch.bincount(torch.tensor(draws), minlength=4).double() / len(draws)
+        assert torch.all((share - 0.25).abs() < 0.03), share
+    # a row drawn again after its pair is complete starts a new pair (it may repeat a copy of the old one)
+    again = [pick(5)[0] for _ in range(400)]
+    assert len(set(again)) == 4

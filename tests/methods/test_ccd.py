@@ -197,3 +197,20 @@ def test_minilm_ccd_export_loads_in_sentence_transformers(tmp_path):
         ours = model.eval().embed(texts)
     assert torch.allclose(loaded, ours, atol=1e-5)
     assert torch.allclose(loaded.norm(dim=1), torch.ones(3), atol=1e-5)
+
+
+def test_ccd_trains_its_encoder_in_the_same_mode_with_or_without_a_given_bandwidth(ccd_bert):
+    """CCD estimates ρ at fit start unless it is given; the estimate must not decide whether dropout is on (the
+    encoder trains in train mode either way, the frozen original stays in eval mode)."""
+    seen = {}
+
+    class Modes(L.Callback):
+        def on_train_batch_start(self, trainer, module, batch, batch_idx):
+            seen[key] = ([m.training for m in module.encoder.modules()],
+                         [m.training for m in module.encoder_orig.modules()])
+
+    for key, rho in (("given", 0.5), ("estimated", None)):
+        model = CCD(rho=rho, encoder="hf", encoder_kwargs={"model_dir": ccd_bert}, lr=1e-3)
+        L.Trainer(**quiet_trainer_kwargs(max_steps=1, limit_val_batches=0, callbacks=[Modes()])).fit(model, _dm(4))
+    assert seen["given"] == seen["estimated"]
+    assert all(seen["given"][0]) and not any(seen["given"][1])

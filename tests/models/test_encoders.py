@@ -101,6 +101,20 @@ def test_hf_encoder_freeze(tiny_bert):
     assert all(p.grad is not None for p in trainable.parameters() if p.requires_grad)
 
 
+def test_a_trainable_hf_encoder_starts_in_train_mode_whatever_runs_first(tiny_bert):
+    """``from_pretrained`` returns eval mode; a fine-tuned transformer must train with its dropout without anyone
+    calling ``train()`` first (Lightning keeps the modes it finds), and a frozen one stays in eval mode."""
+    enc = HFTextEncoder(model_dir=tiny_bert)
+    assert all(m.training for m in enc.modules())
+    frozen = HFTextEncoder(model_dir=tiny_bert, freeze=True)
+    assert not any(m.training for m in frozen.model.modules())
+    torch.manual_seed(0)
+    a, b = enc(["the nurse cares"]), enc(["the nurse cares"])
+    assert not torch.allclose(a, b)  # dropout is on
+    enc.eval()
+    torch.testing.assert_close(enc(["the nurse cares"]), enc(["the nurse cares"]))
+
+
 def test_hf_encoder_missing_directory_says_how_to_provide(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"faircl\[text\]"):
         HFTextEncoder(model_dir=str(tmp_path / "nope"))

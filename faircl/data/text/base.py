@@ -22,8 +22,9 @@ Every text DataModule (:class:`TextDataModule`) offers three inputs for the enco
   ``pooling``), computed once and cached on disk (:mod:`faircl.data.feature_cache`); ``input_dim`` is then the hidden
   size and an ``mlp`` encoder trains on top (how MiniLM features run on a CPU).
 
-``two_views=True`` adds ``x2`` made by :class:`faircl.data.augment.EDA`. With frozen features the views are
-``frozen_views`` EDA copies of every training text, encoded once and cached like the originals; each draw picks one.
+``two_views=True`` adds ``x2`` made by :class:`faircl.data.augment.EDA`. With frozen features every training text
+has ``frozen_views`` EDA copies, encoded once and cached like the originals; the two views of a row are two different
+copies among the original and its EDA copies.
 
 Error messages name the file, the column and the row; rows are counted from 0 over the data rows (header excluded).
 """
@@ -97,16 +98,29 @@ class _FeatureTable:
 
 
 class _PickView:
-    """View transform for frozen features: row ``i`` → ``(k, i)`` with ``k`` one of the cached EDA views.
+    """View transform for frozen features: row ``i`` → ``(k, i)``, ``k`` one of the row's ``num_views + 1`` cached
+    copies (0 = the original text, 1… = its EDA copies).
 
-    Draws from torch's generator, which ``seed_everything`` and every DataLoader worker seed.
+    A dataset draws the two views of a row one after the other; the second draw for the same row never repeats the
+    first, so a positive pair is always two different copies (an identical pair would teach a contrastive loss
+    nothing, one time in ``num_views + 1``). Draws from torch's generator, which ``seed_everything`` and every
+    DataLoader worker seed.
     """
 
     def __init__(self, num_views: int) -> None:
         self.num_views = num_views
+        self._first: tuple[int, int] | None = None  # (row, copy) of a pair's first view, until its second is drawn
 
     def __call__(self, i: Any) -> tuple[int, int]:
-        return int(torch.randint(1, self.num_views + 1, ())), int(i)
+        i = int(i)
+        if self._first is not None and self._first[0] == i:  # the pair's second view: any other copy
+            k = int(torch.randint(0, self.num_views, ()))
+            k += int(k >= self._first[1])
+            self._first = None
+        else:
+            k = int(torch.randint(0, self.num_views + 1, ()))
+            self._first = (i, k)
+        return k, i
 
 
 class _LoadedNames:
