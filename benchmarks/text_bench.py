@@ -88,8 +88,15 @@ What differs between the two columns (so the numbers are not expected to agree r
 - **Selection.** Shen's claims are judged at Shen's rule (lowest validation TPR GAP within 1 point of the best
   validation accuracy) on the TPR GAP, Chi's at Chi's (best validation F1) on the equalized-odds gap, as in the
   script; part `shen` also judges Chi's methods at Shen's rule (no script row: "not in the script").
-- **Views.** TwoStageCL / OneStageCL draw their second view from 4 cached EDA copies made by the text pipeline's
-  seeded augmenter; the script redrew copies until all 5 were distinct.
+- **Features.** Both L2-normalise the frozen MiniLM features, as all-MiniLM-L6-v2's sentence-transformers layout
+  does (the protocols' version 2 / 3). The bench's earlier version trained on the raw mean-pooled vectors, and there
+  TwoStageCL and OneStageCL under Chi's rule read *contradicted* (+14.1 and +11.4 on SynthBios) against the script's
+  −12.5 and +2.1; with normalised features alone (nothing else changed) TwoStageCL's change on the same 8 seeds is
+  −1.2 [−9.2, +6.8]. The feature cache keeps the raw vectors; `feature_normalize` decides.
+- **Views.** A two-view method's pair is two different copies among the original and 4 cached EDA copies made by
+  the text pipeline's seeded augmenter (as the script's pairs; an earlier version of the pipeline could pair one EDA
+  copy with itself and never used the original). The script redrew each copy until all 5 texts were distinct; the
+  pipeline's seeded copies may repeat the original text.
 - **Seeds.** The bench's SynthBios protocols run 8 seeds and its Bias in Bios protocols 10; the script ran 8 / 10.
 - **Holm.** Each bench invocation is its own family (its method's claims on one part's protocols); the script ran
   one family over every claim of its file.

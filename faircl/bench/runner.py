@@ -4,7 +4,7 @@ of a generated config, forked from a worker that imported torch, Lightning and f
 
 Where runs live:
 
-- the method's: ``<out>/runs/<protocol>/<label>-<method key>/seed_<s>/``;
+- the method's: ``<out>/runs/<protocol>/<label>-<hash of the method key and the protocol key>/seed_<s>/``;
 - the baselines': ``<cache>/<protocol>-<protocol key>/<baseline>/seed_<s>/`` (``--cache``, default
   ``$FAIRCL_CACHE/bench`` or ``~/.cache/faircl/bench``), shared by every bench that runs the same protocol: a
   baseline is trained once per protocol version and seed, then reused.
@@ -156,7 +156,9 @@ def plan(protocol: Protocol, method: MethodSpec, seeds: list[int], out: Path, ca
             cls_path = spec["class_path"]
             tasks.append(RunTask(protocol, name, cls_path, dict(spec.get("init_args") or {}), seed,
                                  base_root / _safe(name) / f"seed_{seed}", True, base_views[name]))
-        folder = out / "runs" / protocol.name / f"{_safe(method.label)}-{method.key()}" / f"seed_{seed}"
+        # the method's runs follow the protocol's content too: an edited protocol is not answered by old runs
+        key = hashlib.sha256(f"{method.key()}:{protocol.key()}".encode()).hexdigest()[:8]
+        folder = out / "runs" / protocol.name / f"{_safe(method.label)}-{key}" / f"seed_{seed}"
         tasks.append(RunTask(protocol, method.label, method.class_path, method.init_args, seed, folder, False, views))
     return tasks
 

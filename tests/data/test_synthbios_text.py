@@ -63,3 +63,31 @@ def test_frozen_views_pair_two_different_copies_drawn_among_the_original_and_its
     # a row drawn again after its pair is complete starts a new pair (it may repeat a copy of the old one)
     again = [pick(5)[0] for _ in range(400)]
     assert len(set(again)) == 4
+
+
+def test_frozen_features_are_normalised_as_the_encoder_directory_says(tiny_bert, tmp_path):
+    import json
+    import shutil
+
+    import numpy as np
+
+    kw = dict(n_train=30, n_val=10, n_test=10, task="stereotype", features="frozen", max_length=32,
+              cache_dir=str(tmp_path / "cache"))
+    raw = SynthBiosText(encoder_dir=tiny_bert, **kw)
+    assert not raw.normalizes_features()  # a plain transformer directory: the mean-pooled vectors as they are
+    norms = np.linalg.norm(np.stack([raw.splits["train"][i]["x"].numpy() for i in range(5)]), axis=1)
+    assert not np.allclose(norms, 1.0)
+    st = tmp_path / "st_model"  # the same weights in the sentence-transformers layout with a Normalize module
+    shutil.copytree(tiny_bert, st)
+    (st / "modules.json").write_text(json.dumps([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers."
+                                                  "models.Transformer"},
+                                                 {"idx": 1, "name": "2", "path": "2_Normalize",
+                                                  "type": "sentence_transformers.models.Normalize"}]))
+    unit = SynthBiosText(encoder_dir=str(st), two_views=True, frozen_views=1, **kw)
+    assert unit.normalizes_features()
+    x = torch.stack([unit.splits["train"][i]["x"] for i in range(10)] + [unit.splits["test"][i]["x"] for i in range(5)])
+    torch.testing.assert_close(x.norm(dim=1), torch.ones(len(x)))
+    forced = SynthBiosText(encoder_dir=tiny_bert, feature_normalize=True, **kw)
+    first = forced.splits["test"][0]["x"]
+    torch.testing.assert_close(first, raw.splits["test"][0]["x"] / raw.splits["test"][0]["x"].norm())
+    assert not SynthBiosText(encoder_dir=str(st), feature_normalize=False, **kw).normalizes_features()

@@ -48,6 +48,7 @@ from faircl.data.feature_cache import FeatureCache
 from faircl.data.io import require_path
 from faircl.data.locations import default_data_dir, missing_data_dir
 from faircl.data.vocab import WordVocab
+from faircl.models.encoders import resolve_text_model_dir, sentence_layout
 
 __all__ = ["REPRESENTATIONS", "FEATURES", "RawSplit", "TextDataModule", "make_eda"]
 
@@ -80,6 +81,13 @@ def make_eda(p: float, seed: int, synonyms: bool = True) -> Callable[[str], str]
     except WordNetUnavailableError as err:
         warnings.warn(f"EDA without synonym replacement/insertion: {err}", stacklevel=2)
         return EDA(p_swap=p, p_delete=p, p_synonym=0.0, p_insert=0.0, seed=seed)
+
+
+def _unit_rows(table: np.ndarray) -> np.ndarray:
+    """The rows of ``table`` scaled to unit L2 norm (an all-zero row stays zero), as float32."""
+    t = np.asarray(table, dtype=np.float32)
+    norms = np.linalg.norm(t, axis=1, keepdims=True)
+    return t / np.where(norms > 0, norms, 1.0)
 
 
 class _FeatureTable:
@@ -181,6 +189,8 @@ class TextDataModule(_LoadedNames, FairDataModule):
         feature_batch_size: texts per encoder call while caching.
         feature_bf16: encode under bfloat16 autocast.
         feature_device: device of the frozen encoder while caching.
+        feature_normalize: L2-normalise the frozen features; ``None`` (default): as the encoder directory says (a
+            sentence-transformers ``Normalize`` module, as all-MiniLM-L6-v2 has). The cache keeps the raw vectors.
         **kwargs: :class:`~faircl.data.base.FairDataModule` arguments (batch size, sampler, two_views, seed...).
     """
 
@@ -205,6 +215,7 @@ class TextDataModule(_LoadedNames, FairDataModule):
         feature_batch_size: int = 64,
         feature_bf16: bool = False,
         feature_device: str = "cpu",
+        feature_normalize: bool | None = None,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
@@ -223,6 +234,7 @@ class TextDataModule(_LoadedNames, FairDataModule):
         self.eda_p, self.frozen_views = eda_p, frozen_views
         self.cache_dir, self.feature_batch_size = cache_dir, feature_batch_size
         self.feature_bf16, self.feature_device = feature_bf16, feature_device
+        self.feature_normalize = feature_normalize
         self.vocab = None
         self.feature_cache = None
         self._feature_dim = 0
@@ -278,6 +290,8 @@ class TextDataModule(_LoadedNames, FairDataModule):
                         views = [eda(t) for t in r.texts]
                         tables.append(cache.features(views, self.encoder_dir, self.pooling, self.max_length,
                                                      name=f"{name}[{split}] EDA view {k}"))
+                if self.normalizes_features():
+                    tables = [_unit_rows(t) for t in tables]
                 self._feature_dim = int(tables[0].shape[1])
                 out[split] = dataset(split, np.arange(len(r.texts)), _FeatureTable(tables))
             return out
@@ -286,6 +300,13 @@ class TextDataModule(_LoadedNames, FairDataModule):
                                    max_size=self.max_vocab)
             return {split: dataset(split, r.texts, self.vocab) for split, r in raw.items()}
         return {split: dataset(split, r.texts, None) for split, r in raw.items()}
+
+    def normalizes_features(self) -> bool:
+        """Whether the frozen features are L2-normalised (``feature_normalize``, else the encoder directory's
+        sentence-transformers layout)."""
+        if self.feature_normalize is not None:
+            return bool(self.feature_normalize)
+        return sentence_layout(resolve_text_model_dir(self.encoder_dir))[1]
 
     def view_transform(self) -> Callable:
         if self.features == "frozen":
