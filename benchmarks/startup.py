@@ -59,6 +59,7 @@ def bench_configs(folder: Path) -> dict[str, list[str]]:
     for suite, name in BENCH:
         protocol = next(p for p in load_suite(suite, quick=True) if p.name == name)
         task = plan(protocol, MethodSpec("CE", "faircl.methods.CE", {}, CE), [0], folder, folder)[0]
+        task.prepare()  # the run folder its callbacks write to (a selection keeps every epoch's metrics there)
         path = folder / f"{suite}_{name}.yaml"
         path.write_text(yaml.safe_dump(task.config(), sort_keys=False))
         out[f"bench {suite}/{name} (quick), CE"] = ["--config", str(path)]
