@@ -90,7 +90,8 @@ def score_items(model: Any, datamodule: Any, data_dir: str | Path, settings: dic
     return {**{k: float(v) for k, v in summary.items() if isinstance(v, (int, float))},
             "cced_in": pooled([s for s in per_source if s not in heldout]),
             "cced_heldout": pooled([s for s in per_source if s in heldout]),
-            "heldout_sources": sorted(heldout), "tuples": _tuple_fingerprint(rows), "n_tuples": {s: len(v) for s, v in per_source.items()},
+            "heldout_sources": sorted(heldout), "tuples": _tuple_fingerprint(rows),
+            "n_tuples": {s: len(v) for s, v in per_source.items()},
             "sentences_encoded": len(embed.cache), "items": items}
 
 

@@ -12,8 +12,8 @@ Where runs live:
 Each run folder holds ``config.yaml`` (what was run), ``run.log`` (its output) and, once both commands succeeded,
 ``run.json`` (the test report's path, the wall time and, under a selection, the epoch it picked and why; the
 selection and the metrics of every epoch are in ``selection.yaml`` and ``epochs.json``:
-:mod:`faircl.bench.selection`). A folder without ``run.json`` is an interrupted run: it is cleared and run again, so a killed bench resumes where it
-stopped.
+:mod:`faircl.bench.selection`). A folder without ``run.json`` is an interrupted run: it is cleared and run again,
+so a killed bench resumes where it stopped.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ from faircl.data.augment import (EDA, BackTranslationAug, ContextualLMAug, Count
                                  ModelDirError, SimCLRTransform, TwoViews, WordNetUnavailableError, prepare_wordnet)
 from faircl.data.base import FairDataModule, FairDataset, encode_groups
 from faircl.data.counterfactual import (CDA, AttributeLexicon, CounterfactualTuples, LLMAugmenter, OpenAIChatBackend,
-                                        PolarityReport, SourcedTuples, TupleDataset, make_cda_tuples, polarity_check, read_texts,
-                                        read_tuple_file, write_tuple_file)
+                                        PolarityReport, SourcedTuples, TupleDataset, make_cda_tuples, polarity_check,
+                                        read_texts, read_tuple_file, write_tuple_file)
 from faircl.data.feature_cache import FeatureCache
 from faircl.data.io import UNKNOWN_VALUES, DataError, read_table, stratified_split
 from faircl.data.samplers import GroupBalancedBatchSampler, SamplesPerClassSampler, StratifiedBatchSampler

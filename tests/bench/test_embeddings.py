@@ -27,7 +27,8 @@ FAIRCL = shutil.which("faircl", path=str(Path(sys.executable).parent)) or shutil
 # ------------------------------------------------------------------------------------------ the protocol files
 def test_the_suite_is_listed_with_its_item_claims():
     (p,) = load_suite("embeddings")
-    assert p.input_kind == "tuples" and p.baselines == {"original": {"class_path": "faircl.methods.ccd.OriginalEncoder"}}
+    assert p.input_kind == "tuples"
+    assert p.baselines == {"original": {"class_path": "faircl.methods.ccd.OriginalEncoder"}}
     assert [c.score for c in p.claims] == list(ITEM_SCORES) == list(SCORES)
     assert p.evaluate["utility_per_class"] == 10 and p.evaluate["seat_max"] is None
     quick = load_suite("embeddings", quick=True)[0]
