@@ -91,8 +91,9 @@ What differs between the two columns (so the numbers are not expected to agree r
 - **Features.** Both L2-normalise the frozen MiniLM features, as all-MiniLM-L6-v2's sentence-transformers layout
   does (the protocols' version 2 / 3). The bench's earlier version trained on the raw mean-pooled vectors, and there
   TwoStageCL and OneStageCL under Chi's rule read *contradicted* (+14.1 and +11.4 on SynthBios) against the script's
-  −12.5 and +2.1; with normalised features alone (nothing else changed) TwoStageCL's change on the same 8 seeds is
-  −1.2 [−9.2, +6.8]. The feature cache keeps the raw vectors; `feature_normalize` decides.
+  −12.5 and +2.1. TwoStageCL on the same 8 seeds: +12.8 [+5.1, +20.5] with the views' fix below alone, −1.2
+  [−9.2, +6.8] once the features are normalised too. The feature cache keeps the raw vectors; `feature_normalize`
+  decides.
 - **Views.** A two-view method's pair is two different copies among the original and 4 cached EDA copies made by
   the text pipeline's seeded augmenter (as the script's pairs; an earlier version of the pipeline could pair one EDA
   copy with itself and never used the original). The script redrew each copy until all 5 texts were distinct; the
