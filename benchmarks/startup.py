@@ -4,8 +4,9 @@ a worker that imported torch, Lightning and faircl once (:class:`faircl.cli.work
 Three contenders per round (the timing harness rotates their order, :mod:`_timing`):
 
 - **fresh**: ``faircl fit …`` then ``faircl test …`` as new processes (what a sweep trial paid before);
-- **pool**: the same two commands, each a child of the pre-imported fork server (warmed up by one tiny fit + test,
-  :mod:`faircl.cli.warm`);
+- **pool**: the same two commands in one child of the pre-imported fork server (warmed up by one tiny fit + test,
+  :mod:`faircl.cli.warm`), as ``faircl sweep`` runs a trial's seed and ``faircl bench`` a run
+  (:func:`faircl.cli.command.main_sequence`);
 - **in-process**: the same two commands called in this process (``faircl.cli.main``), after a warm-up: no start-up
   at all, the floor.
 
@@ -35,6 +36,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from _timing import busy_note, fmt_s, machine, machine_line, measure  # noqa: E402
 
 from faircl.cli import main  # noqa: E402
+from faircl.cli.command import main_sequence  # noqa: E402
 from faircl.cli.workers import RunPool  # noqa: E402
 
 PROTOCOLS = {  # name: fit arguments (test adds --ckpt_path best); 1 epoch: the short runs of a sweep or a suite
@@ -88,12 +90,12 @@ def contenders(args: list[str], work: Path, pool: RunPool) -> dict:
             if proc.returncode:
                 raise SystemExit(f"fresh {cmd[0]} failed: {proc.stderr[-1500:]}")
 
-    def pooled() -> None:
+    def pooled() -> None:  # one forked child runs the fit and its test, as a sweep's seed and a bench's run do
         counter["n"] += 1
-        for cmd in _commands(args, work / f"pool{counter['n']}"):
-            code = pool.run(main, (cmd,), log=work / f"pool{counter['n']}.{cmd[0]}.log")
-            if code:
-                raise SystemExit(f"pool {cmd[0]} exited {code}; see {work}")
+        cmds = _commands(args, work / f"pool{counter['n']}")
+        code = pool.run(main_sequence, (cmds,), log=work / f"pool{counter['n']}.log")
+        if code:
+            raise SystemExit(f"pool run exited {code}; see {work}")
 
     def in_process() -> None:
         counter["n"] += 1
@@ -114,7 +116,8 @@ def contenders(args: list[str], work: Path, pool: RunPool) -> dict:
 def render(raw: dict, out: Path) -> None:
     lines = ["# Per-run start-up: fresh processes against a pre-imported worker", "",
              f"`python benchmarks/startup.py --rounds {raw['rounds']}` ({raw['wall_s']:.0f} s). Each contender runs "
-             "`faircl fit` then `faircl test` of the same protocol; per round the three run in rotated order. "
+             "`faircl fit` then `faircl test` of the same protocol (fresh: two new processes; pool: one forked child, as a "
+             "sweep's seed and a bench's run; in-process: this process); per round the three run in rotated order. "
              "Overhead = the contender's time − the in-process time of the same round, as a share of the "
              "in-process time (the run's own work). Target: the pool's overhead ≤ 10%. The pool's server imports "
              "torch, Lightning and faircl and runs one warm-up fit + test before its first fork (`faircl.cli.warm`); "

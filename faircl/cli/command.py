@@ -266,3 +266,13 @@ def main(args: list[str] | None = None) -> int:
             print("(add --debug or set FAIRCL_DEBUG=1 to see the traceback)", file=sys.stderr)
         return 2
     return 0
+
+
+def main_sequence(commands: list[list[str]]) -> int:
+    """Run several ``faircl`` commands in this process, in order (e.g. a ``fit`` and its ``test``, as one run of a
+    sweep or a bench does in one forked child); stops at the first that fails and returns its status, else 0."""
+    for args in commands:
+        code = main(list(args))
+        if code:
+            return code
+    return 0

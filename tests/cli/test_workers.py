@@ -141,3 +141,12 @@ def test_the_warm_up_is_a_quiet_fit_and_test_on_one_thread(tmp_path):
                          timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     assert res.stdout == "" and res.stderr == "", (res.stdout + res.stderr)[-2000:]
+
+
+def test_a_sequence_of_commands_stops_at_the_first_that_fails(capsys):
+    from faircl.cli.command import main_sequence
+
+    assert main_sequence([["--version"], ["--version"]]) == 0
+    assert capsys.readouterr().out.count("faircl ") == 2
+    assert main_sequence([["--version"], ["no-such-command"], ["--version"]]) == 2
+    assert capsys.readouterr().out.count("faircl ") == 1  # the third never ran
