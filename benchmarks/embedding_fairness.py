@@ -17,10 +17,8 @@ every ``--val-every`` steps, keep the best) at the scale this 2-core CPU allows 
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import random
-import re
 import sys
 import tempfile
 import time
@@ -36,61 +34,22 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from _embedding_report import write_report  # noqa: E402
 
-from faircl.data.counterfactual import CDA, AttributeLexicon, make_cda_tuples, read_texts  # noqa: E402
+from faircl.data.counterfactual.sources import SOURCES, source_tuples  # noqa: E402
 from faircl.eval import embedding_bias as eb  # noqa: E402
 from faircl.eval.embedding_items import CachedEmbed, check_against_summary, item_outputs  # noqa: E402
 from faircl.losses.ccd import ccd_bandwidth, ccd_kernel  # noqa: E402
 from faircl.metrics.embedding import cced  # noqa: E402
 
-# name: (description, files relative to the data folder (glob patterns), text column or reader)
-SOURCES = {
-    "bios": ("Bias-in-Bios biographies (28 professions + 1,000 accountants)", ["bias_in_bios_samples/*.csv"], None),
-    "gap": ("GAP coreference, Wikipedia sentences", ["gap_coreference/gap-*.tsv"], None),
-    "bug": ("BUG gender corpus (Wikipedia, PubMed, Covid-19 sentences)", ["bug_gender/gold_BUG.csv"], None),
-    "reddit": ("RedditBias comments on women (gender file)",
-               ["reddit_bias/reddit_comments_gender_female_processed_phrase_annotated.csv"], None),
-    "bec_pro": ("BEC-Pro person/profession template sentences", ["bec_pro/BEC-Pro_EN.tsv"], "Sentence"),
-    "winobias": ("WinoBias pro/anti-stereotyped sentences", ["winobias/*_stereotyped_type*.txt.*"], "winobias"),
-    "winogender": ("WinoGender sentences", ["winogender/all_sentences.tsv"], None),
-}
 TRAIN_SOURCES = ("bios", "gap", "bug")
 HELDOUT_SOURCES = ("reddit", "bec_pro", "winobias", "winogender")
 HEADLINE_BETA = 1.0
 
 
-def read_winobias(path: str) -> list[str]:
-    """WinoBias lines (``1 [The developer] argued ... [he] ...``) without the line number and the brackets."""
-    out = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        text = re.sub(r"^\d+\s+", "", line.strip()).replace("[", "").replace("]", "")
-        if text:
-            out.append(text)
-    return out
-
-
-def source_texts(data_dir: Path, name: str) -> list[str]:
-    _, patterns, column = SOURCES[name]
-    files = [p for pat in patterns for p in sorted(glob.glob(str(data_dir / pat)))]
-    if not files:
-        raise FileNotFoundError(f"source {name!r}: no file matches {patterns} in {data_dir} (not found)")
-    texts: list[str] = []
-    for p in files:
-        texts += read_winobias(p) if column == "winobias" else read_texts(p, column=column)
-    return texts
-
-
 def build_tuples(data_dir: Path, names: list[str]) -> tuple[dict[str, list[tuple[str, ...]]], dict[str, str]]:
-    """CDA tuples of every source (polarity-checked, deduplicated; a tuple found in an earlier source is dropped)."""
-    cda = CDA(AttributeLexicon.gender(data_dir, "adept+cds+names"))
-    pools: dict[str, list[tuple[str, ...]]] = {}
-    reports: dict[str, str] = {}
-    seen: set[tuple[str, ...]] = set()
-    for name in names:
-        tuples, report = make_cda_tuples(source_texts(data_dir, name), cda, split=True, min_words=5, max_words=40)
-        unique = [t for t in dict.fromkeys(tuples) if t not in seen]
-        seen.update(unique)
-        pools[name], reports[name] = unique, str(report)
-    return pools, reports
+    """CDA tuples of every source (polarity-checked, deduplicated; a tuple found in an earlier source is dropped):
+    :func:`faircl.data.counterfactual.sources.source_tuples`, the reports as text."""
+    pools, reports = source_tuples(data_dir, names, "adept+cds+names", min_words=5, max_words=40)
+    return pools, {k: str(v) for k, v in reports.items()}
 
 
 def _shares(total: int, k: int) -> list[int]:

@@ -54,11 +54,13 @@ def test_pooled_cced_weights_sources_by_their_tuple_counts(ef):
     assert ef.pooled({"x": 0.1, "y": 0.5}, parts) == pytest.approx((3 * 0.1 + 0.5) / 4)
 
 
-def test_read_winobias_strips_line_numbers_and_brackets(ef, tmp_path):
+def test_read_winobias_strips_line_numbers_and_brackets(tmp_path):
+    from faircl.data.counterfactual.sources import read_winobias
+
     p = tmp_path / "pro_stereotyped_type1.txt.dev"
     p.write_text("1 [The developer] argued with the designer because [he] did not like the design.\n\n"
                  "12 The mechanic gave [the clerk] a present because [she] won.\n")
-    assert ef.read_winobias(str(p)) == ["The developer argued with the designer because he did not like the design.",
+    assert read_winobias(str(p)) == ["The developer argued with the designer because he did not like the design.",
                                         "The mechanic gave the clerk a present because she won."]
 
 
