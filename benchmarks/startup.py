@@ -10,6 +10,10 @@ Three contenders per round (the timing harness rotates their order, :mod:`_timin
 - **in-process**: the same two commands called in this process (``faircl.cli.main``), after a warm-up: no start-up
   at all, the floor.
 
+The quick bench protocols are timed as a bench run is made: ``faircl.bench.runner.run_one`` on a prepared run
+folder (fit, the selection rule's pick, test), in a fresh process (``faircl bench --fresh-processes``), forked from
+the pool, and in this process.
+
 The per-run overhead of a contender is its time minus the in-process time of the same round; it is reported as a
 fraction of the in-process time (the run's own work: data, model, training, test). Target (the bench issue): the
 pool's overhead ≤ 10% of the run on the quick protocols. ``--render`` re-renders from the saved JSON.
@@ -37,7 +41,7 @@ from _timing import busy_note, fmt_s, machine, machine_line, measure  # noqa: E4
 
 from faircl.cli import main  # noqa: E402
 from faircl.cli.command import main_sequence  # noqa: E402
-from faircl.cli.workers import RunPool  # noqa: E402
+from faircl.cli.workers import PRELOAD, RunPool  # noqa: E402
 
 PROTOCOLS = {  # name: fit arguments (test adds --ckpt_path best); 1 epoch: the short runs of a sweep or a suite
     "ce/biased_features, 1 epoch": ["--config", "ce/biased_features", "--trainer.max_epochs", "1"],
@@ -49,23 +53,55 @@ QUIET = ["--trainer.enable_progress_bar", "false"]
 BENCH = (("text", "synthbios"), ("vision", "stereo_digits"))
 
 
-def bench_configs(folder: Path) -> dict[str, list[str]]:
-    """The fit arguments of the CE baseline run of each :data:`BENCH` quick protocol (its config file, seed 0)."""
-    import yaml
-
-    from faircl.bench.runner import MethodSpec, plan
+def bench_protocols() -> dict[str, object]:
+    """Name → the resolved quick protocol of each :data:`BENCH` entry."""
     from faircl.bench.spec import load_suite
+
+    return {f"bench {suite}/{name} (quick), CE": next(p for p in load_suite(suite, quick=True) if p.name == name)
+            for suite, name in BENCH}
+
+
+def bench_contenders(protocol, work: Path, pool: RunPool) -> dict:
+    """A bench run of CE on ``protocol`` (seed 0: fit, the selection rule's pick, test), three ways: as a fresh
+    process (``faircl bench --fresh-processes``), forked from the pool (``faircl bench``), and in this process."""
+    from faircl.bench.runner import MethodSpec, plan, run_one
     from faircl.methods import CE
 
-    out = {}
-    for suite, name in BENCH:
-        protocol = next(p for p in load_suite(suite, quick=True) if p.name == name)
-        task = plan(protocol, MethodSpec("CE", "faircl.methods.CE", {}, CE), [0], folder, folder)[0]
-        task.prepare()  # the run folder its callbacks write to (a selection keeps every epoch's metrics there)
-        path = folder / f"{suite}_{name}.yaml"
-        path.write_text(yaml.safe_dump(task.config(), sort_keys=False))
-        out[f"bench {suite}/{name} (quick), CE"] = ["--config", str(path)]
-    return out
+    counter = {"n": 0}
+
+    def task() -> str:
+        counter["n"] += 1
+        folder = work / f"run{counter['n']}"
+        t = plan(protocol, MethodSpec("CE", "faircl.methods.CE", {}, CE), [0], folder, folder)[0]
+        t.prepare()
+        return str(t.folder)
+
+    def fresh() -> None:
+        folder = task()
+        code = subprocess.run([sys.executable, "-c", f"import sys; from faircl.bench.runner import run_one; "
+                               f"sys.exit(run_one({folder!r}))"], capture_output=True, text=True).returncode
+        if code:
+            raise SystemExit(f"fresh bench run exited {code}; see {folder}")
+
+    def pooled() -> None:
+        folder = task()
+        code = pool.run("faircl.bench.runner:run_one", (folder,), log=Path(folder) / "run.log")
+        if code:
+            raise SystemExit(f"pool bench run exited {code}; see {folder}")
+
+    def in_process() -> None:
+        folder = task()
+        with open(os.devnull, "w") as sink:
+            old = sys.stdout
+            sys.stdout = sink
+            try:
+                code = run_one(folder)
+            finally:
+                sys.stdout = old
+        if code:
+            raise SystemExit(f"in-process bench run exited {code}; see {folder}")
+
+    return {"fresh processes": fresh, "pool (forked)": pooled, "in-process (floor)": in_process}
 
 
 def _faircl() -> str:
@@ -116,8 +152,10 @@ def contenders(args: list[str], work: Path, pool: RunPool) -> dict:
 def render(raw: dict, out: Path) -> None:
     lines = ["# Per-run start-up: fresh processes against a pre-imported worker", "",
              f"`python benchmarks/startup.py --rounds {raw['rounds']}` ({raw['wall_s']:.0f} s). Each contender runs "
-             "`faircl fit` then `faircl test` of the same protocol (fresh: two new processes; pool: one forked child, as a "
-             "sweep's seed and a bench's run; in-process: this process); per round the three run in rotated order. "
+             "`faircl fit` then `faircl test` of the same protocol (fresh: two new processes; pool: one forked "
+             "child, as a sweep's seed does; in-process: this process); the bench rows run a bench run as `faircl "
+             "bench` makes it (`run_one`: fit, the selection rule's pick, test; fresh: one new process, as "
+             "`--fresh-processes`). Per round the three run in rotated order. "
              "Overhead = the contender's time − the in-process time of the same round, as a share of the "
              "in-process time (the run's own work). Target: the pool's overhead ≤ 10%. The pool's server imports "
              "torch, Lightning and faircl and runs one warm-up fit + test before its first fork (`faircl.cli.warm`); "
@@ -149,13 +187,14 @@ def run(rounds: int) -> dict:
     import time
 
     start, t0 = machine(), time.perf_counter()
-    pool = RunPool()
+    pool = RunPool((*PRELOAD, "faircl.bench.runner"))  # as faircl bench's worker
     raw: dict = {"rounds": rounds, "machine_start": start, "protocols": {}}
     with tempfile.TemporaryDirectory() as tmp:
-        for name, args in {**PROTOCOLS, **bench_configs(Path(tmp))}.items():
+        for name, args in {**PROTOCOLS, **bench_protocols()}.items():
             work = Path(tmp) / name.replace("/", "_").replace(" ", "").replace(",", "_")
             work.mkdir()
-            timings = measure(contenders(args, work, pool), rounds=rounds, warmup=1)
+            racers = contenders(args, work, pool) if isinstance(args, list) else bench_contenders(args, work, pool)
+            timings = measure(racers, rounds=rounds, warmup=1)
             raw["protocols"][name] = {"timings": {k: t.as_dict() | {"wall": t.wall} for k, t in timings.items()},
                                       "fmt": {k: fmt_s(t) for k, t in timings.items()},
                                       "busy": busy_note(list(timings.values()))}
