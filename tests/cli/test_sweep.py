@@ -167,7 +167,10 @@ def test_a_killed_sweep_resumes_keeping_finished_trials_and_retrying_the_interru
     while not spec.is_file() and time.time() < deadline and worker.poll() is None:
         time.sleep(0.2)
     assert spec.is_file(), worker.communicate()[1][-3000:]
-    time.sleep(1.0)  # trial 1's process is starting or training
+    # kill once trial 1's run has started (its log exists): a fixed pause could outlast a fast run and kill nothing
+    while not list(spec.parent.glob("seed_*.log")) and time.time() < deadline and worker.poll() is None:
+        time.sleep(0.02)
+    assert list(spec.parent.glob("seed_*.log")), "trial 1's run never started"
     finished = tmp_path / "sw" / "trials" / "trial_0000"
     kept = {p: p.stat().st_mtime for p in finished.rglob("*") if p.is_file()}
     os.kill(worker.pid, signal.SIGKILL)
