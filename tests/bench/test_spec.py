@@ -71,6 +71,19 @@ def test_extends_and_quick_merge_and_the_key_follows_the_content(tmp_path):
     assert load_suite(suite)[0].key() == base.key()  # words do not
 
 
+def test_a_method_runs_again_when_its_protocol_changes(tmp_path):
+    """A method's run folders follow the resolved protocol as well as the method: an edited protocol is not answered
+    by runs of the old one (the baselines' folders already followed it)."""
+    suite = _suite(tmp_path, base=BASE)
+    method = MethodSpec("CE", "faircl.methods.CE", {}, resolve_method("CE")[1])
+    before = {t.folder for t in plan(load_suite(suite)[0], method, [0], tmp_path / "out", tmp_path / "cache")}
+    again = {t.folder for t in plan(load_suite(suite)[0], method, [0], tmp_path / "out", tmp_path / "cache")}
+    assert before == again  # the same protocol and method: the same folders (a bench resumes)
+    (tmp_path / "base.yaml").write_text(BASE.replace("n_train: 200", "n_train: 300"))
+    after = {t.folder for t in plan(load_suite(suite)[0], method, [0], tmp_path / "out", tmp_path / "cache")}
+    assert not before & after and len(after) == 2  # the method's and the baseline's folders are both new
+
+
 def test_extends_replaces_selection_and_baselines_whole(tmp_path):
     suite = _suite(tmp_path, base=BASE.replace("trainer: {max_epochs: 4}",
                                                "trainer: {max_epochs: 4}\nselection: {rule: gap_within}"),
