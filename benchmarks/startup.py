@@ -24,6 +24,7 @@ pool's overhead ≤ 10% of the run on the quick protocols. ``--render`` re-rende
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -91,17 +92,17 @@ def bench_contenders(protocol, work: Path, pool: RunPool) -> dict:
 
     def in_process() -> None:
         folder = task()
-        with open(os.devnull, "w") as sink:
-            old = sys.stdout
-            sys.stdout = sink
-            try:
-                code = run_one(folder)
-            finally:
-                sys.stdout = old
+        code = _quiet(run_one, folder)
         if code:
             raise SystemExit(f"in-process bench run exited {code}; see {folder}")
 
     return {"fresh processes": fresh, "pool (forked)": pooled, "in-process (floor)": in_process}
+
+
+def _quiet(fn, *args) -> int:
+    """``fn(*args)`` in this process with its standard output discarded (the in-process contender)."""
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        return fn(*args)
 
 
 def _faircl() -> str:
@@ -136,13 +137,7 @@ def contenders(args: list[str], work: Path, pool: RunPool) -> dict:
     def in_process() -> None:
         counter["n"] += 1
         for cmd in _commands(args, work / f"inproc{counter['n']}"):
-            with open(os.devnull, "w") as sink:
-                old = sys.stdout
-                sys.stdout = sink
-                try:
-                    code = main(cmd)
-                finally:
-                    sys.stdout = old
+            code = _quiet(main, cmd)
             if code:
                 raise SystemExit(f"in-process {cmd[0]} exited {code}")
 
