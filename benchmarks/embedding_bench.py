@@ -57,9 +57,10 @@ What differs between the two columns (so the numbers are not expected to agree r
   that `from_pretrained` returns: its CCD fine-tuned MiniLM with dropout off. The bench's CCD estimates ρ at fit start,
   and that estimate left every module in train mode: dropout on. Whether ρ was given decided whether dropout ran; now
   a trainable `HFTextEncoder` starts in train mode either way (the changelog; a test fits CCD both ways). With dropout
-  the validation loss is higher (seed 0's first validation: 0.173 against 0.117 without, on the same tuples) and the
-  best validation loss falls on an earlier step for two seeds (steps 40, 50 and 10; the script's: 50, 50, 50), so
-  training moves the encoder differently, SEAT most of all (table above).
+  the validation loss is higher (seed 0's first validation, step 10: 0.184 in the bench run's `metrics.csv`, 0.126
+  in the script's `embedding_fairness.json`) and the best validation loss falls on an earlier step for two seeds
+  (steps 40, 50 and 10; the script's: 50, 50, 50), so training moves the encoder differently, SEAT most of all
+  (table above).
 - **The baseline.** The script scored the original encoder once and paired it with every seed; the bench runs it
   (`OriginalEncoder`: fitted without an optimiser step) on every seed, so its scores repeat exactly.
 - **Not in the bench.** The β ablation, the bandwidth rule's comparison and the utility row as a claim of its own
