@@ -8,6 +8,8 @@
    on CUDA tensors, timed with device synchronisation, interleaved (``metrics.interleaved`` / ``metrics.summarise``).
 3. Peak GPU memory (``torch.cuda.max_memory_allocated``) of one forward+backward of SupCon vs the batch size B:
    the dense ``[B, B]`` path, the block-wise path (``block_size``) and the log-sum-exp floor.
+4. Every metric of ``faircl.metrics`` and every gap of ``faircl.metrics.gaps`` fed CUDA tensors gives what it gives
+   on the CPU (a group missing and rows of unknown attribute included).
 
 Without CUDA it prints ``skipped: no CUDA`` and exits with 0. Needs no jsonargparse and no nlpaug.
 
@@ -196,7 +198,19 @@ def bench_metrics(n: int, n_recall: int, repeats: int) -> list[tuple[str, float,
 
 
 # ---------------------------------------------------------------------------------------------- 3. peak memory
-def peak_memory(sizes: list[int], dim: int, block: int) -> list[tuple[int, str, float]]:
+def _median_time(fn: Callable[[], Any], repeats: int = 5) -> float:
+    """Median wall time of ``fn`` over ``repeats`` synchronised calls (after the call that measured the peak)."""
+    times = []
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
+def peak_memory(sizes: list[int], dim: int, block: int) -> list[tuple[int, str, float, float]]:
     from faircl.losses import streaming, supcon_loss
 
     dev = torch.device("cuda")
@@ -213,6 +227,7 @@ def peak_memory(sizes: list[int], dim: int, block: int) -> list[tuple[int, str, 
     cases = {
         "floor logsumexp(z zᵀ/τ)": lambda z, y: torch.logsumexp(z @ z.T / 0.1, dim=1).sum(),
         "supcon_loss dense [B, B]": dense,
+        "supcon_loss default (streamed above 1,024 rows)": lambda z, y: supcon_loss(z, y, 0.1),
         f"supcon_loss block-wise (block_size={block})": lambda z, y: supcon_loss(z, y, 0.1, block_size=block),
     }
     rows = []
@@ -229,16 +244,102 @@ def peak_memory(sizes: list[int], dim: int, block: int) -> list[tuple[int, str, 
                 fn(z, y).backward()
                 torch.cuda.synchronize()
                 mib = (torch.cuda.max_memory_allocated() - base) / 2**20
+                ms = 1e3 * _median_time(lambda: fn(z0.clone().requires_grad_(True), y).backward())
             except torch.cuda.OutOfMemoryError:
-                mib = float("inf")
+                mib = ms = float("inf")
             del z
-            rows.append((batch, name, mib))
-            print(f"B={batch:6d} {name:40s} peak {mib:10.1f} MiB", flush=True)
+            torch.cuda.empty_cache()
+            rows.append((batch, name, mib, ms))
+            print(f"B={batch:6d} {name:40s} peak {mib:10.1f} MiB  {ms:9.2f} ms", flush=True)
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------- 4. CUDA = CPU
+def metric_cases() -> dict[str, tuple[Callable[[], Any], tuple[torch.Tensor, ...]]]:
+    """Each metric (a factory) with its update's inputs: 3 of 4 groups present, unknown attribute rows, 3 classes."""
+    from faircl.metrics import (CCEDGap, ClusterBalance, GroupFairness, GroupNMI, GroupRecallAtK, GroupUniformityKL,
+                                LinearLeakage)
+
+    g = torch.Generator().manual_seed(0)
+    n = 600
+    z = torch.nn.functional.normalize(torch.randn(n, 16, generator=g), dim=1)
+    labels = torch.randint(3, (n,), generator=g)
+    z = z + 0.5 * torch.nn.functional.one_hot(labels, 16).float()  # a class structure for recall and NMI
+    groups = torch.randint(3, (n,), generator=g)  # group 3 of 4 never present
+    groups[::17] = -1  # unknown attribute
+    preds = torch.where(torch.rand(n, generator=g) < 0.7, labels, torch.randint(3, (n,), generator=g))
+    attr, neutral = torch.randn(40, 2, 16, generator=g), torch.randn(40, 16, generator=g)
+    return {
+        "GroupFairness": (lambda: GroupFairness(3, 4), (preds, labels, groups)),
+        "GroupRecallAtK (k=1)": (lambda: GroupRecallAtK(1, 4), (z, labels, groups)),
+        "GroupRecallAtK (k=5, cosine)": (lambda: GroupRecallAtK(5, 4, distance="cosine"), (z, labels, groups)),
+        "GroupNMI": (lambda: GroupNMI(3, 4), (z, labels, groups)),
+        "GroupUniformityKL": (lambda: GroupUniformityKL(4), (z, groups)),
+        "ClusterBalance": (lambda: ClusterBalance(4), (z,)),
+        "CCEDGap": (lambda: CCEDGap(), (attr, neutral)),
+        "LinearLeakage (probe fitted on the first half)": (lambda: LinearLeakage(), (z[300:], groups[300:])),
+    }
+
+
+def _flat(out: Any) -> dict[str, float]:
+    out = out if isinstance(out, dict) else {"value": out}
+    flat = {}
+    for key, value in out.items():
+        if isinstance(value, torch.Tensor):
+            for i, v in enumerate(value.detach().double().cpu().flatten().tolist()):
+                flat[f"{key}[{i}]" if value.numel() > 1 else key] = v
+    return flat
+
+
+def _same(a: float, b: float, tol: float) -> bool:
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return abs(a - b) <= tol * max(1.0, abs(a))
+
+
+def cuda_equals_cpu(tol: float = 1e-5, device: str = "cuda") -> list[tuple[str, int, float, bool, str]]:
+    """(name, values compared, largest |CUDA − CPU|, all equal within ``tol``, error) per metric and gap helper."""
+    from faircl.metrics import gaps as G
+
+    dev = torch.device(device)
+    rows = []
+
+    def compare(name: str, run: Callable[[torch.device], Any]) -> None:
+        try:
+            cpu, gpu_ = _flat(run(torch.device("cpu"))), _flat(run(dev))
+        except Exception as exc:  # a device mix-up raises: report it as a failure, go on with the rest
+            rows.append((name, 0, float("nan"), False, f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"))
+            print(f"{name:36s} FAILED {rows[-1][-1]}", flush=True)
+            return
+        keys = sorted(set(cpu) | set(gpu_))
+        ok = set(cpu) == set(gpu_) and all(_same(cpu[k], gpu_[k], tol) for k in keys)
+        diffs = [abs(cpu[k] - gpu_[k]) for k in keys if k in cpu and k in gpu_ and math.isfinite(cpu[k] - gpu_[k])]
+        worst = max(diffs, default=0.0)
+        rows.append((name, len(keys), worst, ok, ""))
+        print(f"{name:36s} {len(keys):3d} values  max |Δ| {worst:.2e}  {'ok' if ok else 'MISMATCH'}", flush=True)
+
+    for name, (make, inputs) in metric_cases().items():
+        def run(d: torch.device, make=make, inputs=inputs) -> Any:
+            metric = make().to(d)
+            if hasattr(metric, "fit"):  # a probe metric: fitted on the other half of the rows
+                metric.fit(inputs[0][:300].to(d), inputs[1][:300].to(d))
+            metric.update(*(t.to(d) for t in inputs))
+            return metric.compute()
+        compare(name, run)
+    values, sizes = torch.tensor([0.9, float("nan"), 0.6, 0.5, 0.7]), torch.tensor([10, 0, 30, 5, 20])
+    compare("gaps.all_gaps (a group empty)",
+            lambda d: G.all_gaps(values.to(d), sizes.to(d), minority=[3]))
+    compare("gaps.top_vs_bottom_half (by=id)",
+            lambda d: G.top_vs_bottom_half(values.to(d), sizes.to(d), by="id"))
+    compare("gaps.top_vs_bottom_half (by=order)",
+            lambda d: G.top_vs_bottom_half(values.to(d), sizes.to(d), by=[4, 3, 2, 1, 0]))
     return rows
 
 
 # ---------------------------------------------------------------------------------------------- report
-def to_markdown(prec, loss_rows, metric_rows, mem_rows, tol: float) -> str:
+def to_markdown(prec, loss_rows, metric_rows, mem_rows, tol: float, same_rows=()) -> str:
     props = torch.cuda.get_device_properties(0)
     out = [f"# The GPU path\n\n{props.name}, {props.total_memory / 2**30:.0f} GiB; torch {torch.__version__}. "
            "Produced by `python benchmarks/gpu.py`.\n",
@@ -264,13 +365,22 @@ def to_markdown(prec, loss_rows, metric_rows, mem_rows, tol: float) -> str:
     for name, med, ratio, lo, hi in metric_rows:
         out.append(f"| {name} | {med * 1e3:.2f} ms | {ratio:.2f}× [{lo:.2f}, {hi:.2f}] |")
     msizes = sorted({r[0] for r in mem_rows})
-    out += ["\n## Peak GPU memory of one SupCon forward+backward\n",
+    out += ["\n## Peak GPU memory and time of one SupCon forward+backward\n",
             "| path | " + " | ".join(f"B={b}" for b in msizes) + " |", "|---|" + "---|" * len(msizes)]
-    mem = {(b, n): m for b, n, m in mem_rows}
+    mem = {(b, n): (m, ms) for b, n, m, ms in mem_rows}
     for name in dict.fromkeys(r[1] for r in mem_rows):
-        out.append(f"| {name} | " + " | ".join("OOM" if math.isinf(mem[(b, name)]) else f"{mem[(b, name)]:.0f} MiB"
+        out.append(f"| {name} | " + " | ".join("OOM" if math.isinf(mem[(b, name)][0])
+                                               else f"{mem[(b, name)][0]:.0f} MiB, {mem[(b, name)][1]:.1f} ms"
                                                for b in msizes) + " |")
-    out.append("\n`torch.cuda.max_memory_allocated` above the memory held before the call (embeddings d = 128).\n")
+    out.append("\n`torch.cuda.max_memory_allocated` above the memory held before the call (embeddings d = 128, "
+               "10 classes, τ = 0.1, float32); time = median of 5 synchronised calls after that one.\n")
+    if same_rows:
+        out += ["## Metrics on CUDA against the CPU\n",
+                "Each metric updated once with the same inputs on both devices (3 of 4 groups present, every 17th row "
+                "of unknown attribute); every scalar it returns compared (relative tolerance 1e-5, NaN = NaN).\n",
+                "| metric | values | largest abs. difference | equal |", "|---|---|---|---|"]
+        for name, count, worst, ok, err in same_rows:
+            out.append(f"| {name} | {count} | {worst:.1e} | {'yes' if ok else 'NO: ' + err if err else 'NO'} |")
     return "\n".join(out)
 
 
@@ -285,17 +395,18 @@ def main() -> int:
         return 0
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     torch.backends.cuda.matmul.allow_tf32 = False
+    same_rows = cuda_equals_cpu()
     prec = bench_precision(args.quick, args.tol)
     loss_rows = bench_losses([1024, 4096] if args.quick else [1024, 4096, 16384], 128, 5 if args.quick else 15)
     metric_rows = bench_metrics(200_000 if args.quick else 1_000_000, 5000 if args.quick else 20_000,
                                 5 if args.quick else 15)
-    mem_rows = peak_memory([1024, 4096] if args.quick else [1024, 4096, 16384, 32768, 65536], 128, 1024)
-    report = to_markdown(prec, loss_rows, metric_rows, mem_rows, args.tol)
+    mem_rows = peak_memory([1024, 4096] if args.quick else [1024, 2048, 4096, 8192, 16384, 32768, 65536], 128, 1024)
+    report = to_markdown(prec, loss_rows, metric_rows, mem_rows, args.tol, same_rows)
     if args.write:
         Path(args.write).parent.mkdir(parents=True, exist_ok=True)
         Path(args.write).write_text(report)
         print(f"wrote {args.write}")
-    return 0 if all(r["ok"] for r in prec) else 1
+    return 0 if all(r["ok"] for r in prec) and all(r[3] for r in same_rows) else 1
 
 
 if __name__ == "__main__":

@@ -333,8 +333,8 @@ def to_markdown(results: list[dict[str, Any]], methods: list[str], args: argpars
               "positive but some round shows none (a sign test cannot tell it from 0); **no** when every round shows "
               "an excess (with 5 rounds the one-sided sign-test p is 1/32 when there is none). *Extra over CE* and "
               "*own cost* are medians of their own per-round differences.\n", T.busy_note(every), ""]
-    lines += ["No GPU was available to this run: the bf16-mixed GPU variant of this benchmark and `benchmarks/gpu.py` "
-              "were not run (see `benchmarks/results/gpu.md`).\n"]
+    lines += ["These figures are the CPU's; the GPU's (mixed precision, losses, metrics) are in "
+              "`benchmarks/results/gpu.md`.\n"]
     return "\n".join(lines)
 
 

@@ -13,13 +13,23 @@ import torch
 
 from ._common import full_precision
 
-__all__ = ["MIN_TILE_ROWS", "TILE_ELEMENTS", "full_precision", "masked_logsumexp"]
+__all__ = ["MIN_TILE_ROWS", "TILE_ELEMENTS", "TILE_ELEMENTS_ACCELERATOR", "full_precision", "masked_logsumexp",
+           "tile_elements"]
 
 #: Default tile size in elements (rows × keys) of the streamed similarity matrix: 1 Mi float32 = 4 MiB, which
 #: measured fastest on CPU (cache-resident tiles); tiles keep at least ``MIN_TILE_ROWS`` rows so that the
 #: matrix products stay efficient for very large batches.
 TILE_ELEMENTS = 1 << 20
+#: The default on an accelerator: 16 Mi float32 = 64 MiB. On an H100 CPU-sized tiles left the streamed SupCon
+#: launch-bound, about 20× the dense log-sum-exp's time at B = 4,096 to 16,384; 1,024-row tiles at B = 16,384 took
+#: 25 ms against 213 ms (``benchmarks/results/gpu.md``). Memory stays linear in B.
+TILE_ELEMENTS_ACCELERATOR = 1 << 24
 MIN_TILE_ROWS = 64
+
+
+def tile_elements(device: torch.device) -> int:
+    """The default tile size on ``device``: ``TILE_ELEMENTS`` on the CPU, ``TILE_ELEMENTS_ACCELERATOR`` elsewhere."""
+    return TILE_ELEMENTS if device.type == "cpu" else TILE_ELEMENTS_ACCELERATOR
 
 _NEG_INF = float("-inf")
 
@@ -167,7 +177,7 @@ def masked_logsumexp(
         q_block, k_block: optional ``[M]`` / ``[N]`` integer ids; an anchor only sums over keys of its block.
         log_weights: optional ``[R, E]`` table of additive log-weights (``-inf`` drops a term); anchor ``i`` and
             key ``k`` use ``log_weights[q_weight_row[i], k_weight_col[k]]``. Not differentiated.
-        block_size: anchor rows per tile (default: ``max(MIN_TILE_ROWS, TILE_ELEMENTS // N)``).
+        block_size: anchor rows per tile (default: ``max(MIN_TILE_ROWS, tile_elements(device) // N)``).
 
     Returns:
         ``[M]``; 0 (with zero gradient) for an anchor whose sum is empty.
@@ -175,7 +185,10 @@ def masked_logsumexp(
     m, n = zq.shape[0], zk.shape[0]
     device = zq.device
     self_col = torch.arange(m, device=device) if self_index is None else self_index.long()
-    rows_per_tile = int(block_size) if block_size is not None else max(MIN_TILE_ROWS, TILE_ELEMENTS // max(n, 1))
+    if block_size is not None:
+        rows_per_tile = int(block_size)
+    else:
+        rows_per_tile = max(MIN_TILE_ROWS, tile_elements(device) // max(n, 1))
     if rows_per_tile < 1:
         raise ValueError(f"`block_size` must be >= 1, got {block_size}")
     if log_weights is not None:

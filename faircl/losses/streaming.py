@@ -25,18 +25,21 @@ import torch
 import torch.nn.functional as F
 
 from ._lse_tiles import _MaskedLSE  # noqa: F401  (re-exported for tests and benchmarks)
-from ._lse_tiles import MIN_TILE_ROWS, TILE_ELEMENTS, full_precision, masked_logsumexp
+from ._lse_tiles import (MIN_TILE_ROWS, TILE_ELEMENTS, TILE_ELEMENTS_ACCELERATOR, full_precision, masked_logsumexp,
+                         tile_elements)
 from .distributed import Rows, finish_reduction, gather_ids, gather_rows
 
 __all__ = [
     "DENSE_MAX_ROWS",
     "MIN_TILE_ROWS",
     "TILE_ELEMENTS",
+    "TILE_ELEMENTS_ACCELERATOR",
     "cs_infonce_streaming",
     "fcl_streaming",
     "masked_logsumexp",
     "nt_xent_streaming",
     "supcon_streaming",
+    "tile_elements",
     "use_streaming",
 ]
 

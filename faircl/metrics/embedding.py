@@ -133,19 +133,19 @@ def nmi(labels: Tensor, clusters: Tensor) -> Tensor:
                          f"{tuple(clusters.shape)}")
     n = labels.numel()
     if n == 0:
-        return torch.tensor(float("nan"), dtype=torch.float64)
+        return torch.tensor(float("nan"), dtype=torch.float64, device=labels.device)
     _, y = torch.unique(labels, return_inverse=True)
     _, c = torch.unique(clusters, return_inverse=True)
     ny, nc = int(y.max()) + 1, int(c.max()) + 1
     if ny == nc == 1:
-        return torch.tensor(1.0, dtype=torch.float64)
+        return torch.tensor(1.0, dtype=torch.float64, device=labels.device)
     joint = torch.bincount(y * nc + c, minlength=ny * nc).view(ny, nc).double()
     py, pc = joint.sum(1) / n, joint.sum(0) / n
     pj = joint / n
     nz = pj > 0
     mi = (pj[nz] * (pj[nz].log() - (py.unsqueeze(1) * pc.unsqueeze(0))[nz].log())).sum().clamp_min(0)
     if float(mi) == 0.0:
-        return torch.tensor(0.0, dtype=torch.float64)
+        return torch.tensor(0.0, dtype=torch.float64, device=labels.device)
     return mi / ((_entropy(joint.sum(1)) + _entropy(joint.sum(0))) / 2)
 
 
@@ -165,12 +165,12 @@ def uniformity_kl(embeddings: Tensor) -> Tensor:
     eps = torch.finfo(x.dtype).eps
     x = x.double()
     if x.shape[0] == 0:
-        return torch.tensor(float("nan"), dtype=torch.float64)
+        return torch.tensor(float("nan"), dtype=torch.float64, device=x.device)
     s = torch.linalg.svdvals(x)
     if float(s.max()) == 0.0:  # all-zero input: the singular values of exact zeros are exact zeros on every kernel
-        return torch.tensor(float("nan"), dtype=torch.float64)
+        return torch.tensor(float("nan"), dtype=torch.float64, device=x.device)
     if float(s.min()) <= rank_tolerance(float(s.max()), x.shape, eps):
-        return torch.tensor(float("inf"), dtype=torch.float64)
+        return torch.tensor(float("inf"), dtype=torch.float64, device=x.device)
     p = s / s.sum()
     m = p.numel()
     return (math.log(1.0 / m) - p.log()).mean()
@@ -190,10 +190,11 @@ def cluster_balance(embeddings: Tensor, num_clusters: int = 4, seed: int = 0, n_
     nz = p[p > 0]
     i, j = torch.triu_indices(num_clusters, num_clusters, offset=1)
     dist = (centroids[i] - centroids[j]).norm(dim=1)
+    nan = torch.tensor(float("nan"), dtype=torch.float64, device=centroids.device)
     return {
         "dominance_ratio": p.max(),
         "entropy": -(nz * nz.log2()).sum(),
-        "separation": dist.mean() if dist.numel() else torch.tensor(float("nan"), dtype=torch.float64),
+        "separation": dist.mean() if dist.numel() else nan,
     }
 
 

@@ -125,13 +125,13 @@ def top_vs_bottom_half(values: Tensor, sizes: Tensor, by: str | Sequence[int] = 
     values, sizes, present = _prepare(values, sizes)
     if isinstance(by, str):
         if by == "id":
-            order = torch.arange(values.numel())
+            order = torch.arange(values.numel(), device=values.device)
         elif by == "value":
             order = torch.argsort(torch.nan_to_num(values, nan=-float("inf")), descending=True, stable=True)
         else:
             raise ValueError(f"by must be 'id', 'value' or a sequence of group ids, got {by!r}")
     else:
-        order = torch.as_tensor(list(by), dtype=torch.long)
+        order = torch.as_tensor(list(by), dtype=torch.long, device=values.device)
         if sorted(order.tolist()) != list(range(values.numel())):
             raise ValueError(f"by must be a permutation of 0..{values.numel() - 1}, got {order.tolist()}")
     order = order[present[order]]
@@ -156,7 +156,7 @@ def minority_gap(values: Tensor, sizes: Tensor, minority: Sequence[int], higher_
         tensor(0.3625, dtype=torch.float64)
     """
     values, sizes, present = _prepare(values, sizes)
-    is_min = torch.zeros(values.shape[0], dtype=torch.bool)
+    is_min = torch.zeros(values.shape[0], dtype=torch.bool, device=values.device)
     ids = [int(g) for g in minority if 0 <= int(g) < values.shape[0]]
     is_min[ids] = True
     lo, hi = present & is_min, present & ~is_min

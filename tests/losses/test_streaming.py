@@ -391,3 +391,23 @@ def test_streamed_weights_shape_is_checked():
         nt_xent_loss(z[:4], z[4:], TAU, negative_weights=torch.rand(4, 3), block_size=2)
     with pytest.raises(ValueError, match="negative_weights"):
         nt_xent_loss(z[:4], z[4:], TAU, negative_weights=-torch.rand(4, 4), block_size=2)
+
+
+def test_default_tiles_follow_the_device(monkeypatch):
+    """CPU tiles stay cache-sized; an accelerator's default tiles are larger (launch-bound otherwise)."""
+    from faircl.losses import _lse_tiles
+    from faircl.losses.streaming import TILE_ELEMENTS, TILE_ELEMENTS_ACCELERATOR, tile_elements
+
+    assert tile_elements(torch.device("cpu")) == TILE_ELEMENTS
+    assert tile_elements(torch.device("cuda")) == tile_elements(torch.device("mps")) == TILE_ELEMENTS_ACCELERATOR
+    assert TILE_ELEMENTS_ACCELERATOR > TILE_ELEMENTS
+    seen = []
+    real = _lse_tiles._MaskedLSE.apply
+    monkeypatch.setattr(_lse_tiles._MaskedLSE, "apply", lambda *a: seen.append(a[-1].rows_per_tile) or real(*a))
+    z = torch.nn.functional.normalize(torch.randn(300, 8), dim=1)
+    monkeypatch.setattr(_lse_tiles, "tile_elements", lambda device: 300 * 100)  # as an accelerator's tiles would
+    wide = masked_logsumexp(z, z, 0.1)
+    monkeypatch.setattr(_lse_tiles, "tile_elements", lambda device: 300 * 5)
+    narrow = masked_logsumexp(z, z, 0.1)
+    assert seen == [100, _lse_tiles.MIN_TILE_ROWS]
+    torch.testing.assert_close(wide, narrow)

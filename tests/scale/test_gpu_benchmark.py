@@ -20,3 +20,23 @@ def test_gpu_benchmark_skips_without_cuda():
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "skipped: no CUDA" in proc.stdout
+
+
+def test_device_comparison_runs_every_metric_on_the_cpu():
+    """The CUDA-against-CPU section compares every exported metric; run CPU against CPU, all must agree."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_bench", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        spec.loader.exec_module(module)
+        rows = module.cuda_equals_cpu(device="cpu")
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    from faircl import metrics
+
+    metric_classes = {name for name in metrics.__all__ if name[0].isupper()}
+    covered = {name for name in metric_classes if any(row[0].startswith(name) for row in rows)}
+    assert covered == metric_classes
+    assert all(row[3] and row[1] > 0 for row in rows), rows
