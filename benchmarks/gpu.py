@@ -67,11 +67,15 @@ def train_and_test(method: str, precision: str, quick: bool, **extra: Any) -> di
     report["finite_losses"] = float(bool(losses) and all(math.isfinite(v) for v in losses))
     report["last_loss"] = losses[-1] if losses else float("nan")
     report["fit_s"] = fit_s
+    rows = getattr(model, "test_rows", {}).get("test")  # the per-row predictions `faircl compare` reads
+    report["rows_accuracy"] = float((rows["pred"] == rows["y"]).mean()) if rows else float("nan")
+    report["rows"] = float(len(rows["pred"])) if rows else 0.0
     return report
 
 
 def bench_precision(quick: bool, tol: float) -> list[dict[str, Any]]:
-    configs = [("ConFair", {}), ("SimCLR", {}), ("PARADE", {}), ("ConFair", {"grad_cache_chunk": 64})]
+    configs = [("ConFair", {}), ("SimCLR", {}), ("PARADE", {}), ("ConFair", {"grad_cache_chunk": 64}),
+               ("SimCLR", {"row_predictions": "knn"}), ("PARADE", {"row_predictions": "probe"})]
     rows = []
     for method, extra in configs:
         precisions = PRECISIONS if not extra else ("32-true", "16-mixed")
@@ -83,13 +87,15 @@ def bench_precision(quick: bool, tol: float) -> list[dict[str, Any]]:
             d_acc = abs(rep.get("accuracy", float("nan")) - ref.get("accuracy", float("nan")))
             d_gap = abs(rep.get("tpr_gap_rms", float("nan")) - ref.get("tpr_gap_rms", float("nan")))
             ok = bool(rep["finite_losses"]) and d_acc <= tol and d_gap <= tol
-            name = method + (f" (grad_cache_chunk={extra['grad_cache_chunk']})" if extra else "")
+            name = method + "".join(f" ({k}={v})" for k, v in extra.items())
             rows.append({"method": name, "precision": precision, "accuracy": rep.get("accuracy"),
                          "tpr_gap_rms": rep.get("tpr_gap_rms"), "last_loss": rep["last_loss"], "fit_s": rep["fit_s"],
+                         "rows_accuracy": rep["rows_accuracy"], "rows": rep["rows"],
                          "d_acc": d_acc, "d_gap": d_gap, "ok": ok})
             print(f"{name:36s} {precision:10s} acc={rep.get('accuracy', float('nan')):.4f} "
                   f"gap={rep.get('tpr_gap_rms', float('nan')):.4f} loss={rep['last_loss']:.4f} "
-                  f"fit={rep['fit_s']:.1f}s  Δacc={d_acc:.4f} Δgap={d_gap:.4f} {'ok' if ok else 'MISMATCH'}",
+                  f"fit={rep['fit_s']:.1f}s rows={rep['rows']:.0f} rows_acc={rep['rows_accuracy']:.4f} "
+                  f"Δacc={d_acc:.4f} Δgap={d_gap:.4f} {'ok' if ok else 'MISMATCH'}",
                   flush=True)
     return rows
 
@@ -346,12 +352,16 @@ def to_markdown(prec, loss_rows, metric_rows, mem_rows, tol: float, same_rows=()
            "## Mixed-precision training\n",
            f"BiasedFeatures (d = 32), MLP encoder (128), batch 256, seed 0; test metrics vs the `32-true` run "
            f"(tolerance {tol}).\n",
-           "| method | precision | accuracy | TPR-gap RMS | last train loss | fit (s) | Δacc | Δgap | ok |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "| method | precision | accuracy | TPR-gap RMS | last train loss | fit (s) | test rows: n, accuracy | Δacc "
+           "| Δgap | ok |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in prec:
         out.append(f"| {r['method']} | {r['precision']} | {r['accuracy']:.4f} | {r['tpr_gap_rms']:.4f} | "
-                   f"{r['last_loss']:.4f} | {r['fit_s']:.1f} | {r['d_acc']:.4f} | {r['d_gap']:.4f} | "
-                   f"{'yes' if r['ok'] else 'NO'} |")
+                   f"{r['last_loss']:.4f} | {r['fit_s']:.1f} | {r['rows']:.0f}, {r['rows_accuracy']:.4f} | "
+                   f"{r['d_acc']:.4f} | {r['d_gap']:.4f} | {'yes' if r['ok'] else 'NO'} |")
+    out.append("\nTest rows: the per-row predictions that `faircl compare` and `faircl bench` read (`test_rows`), "
+               "from the logits, or from a 1-NN (`knn`) or a logistic probe (`probe`) fitted on the training "
+               "embeddings.\n")
     sizes = sorted({r[0] for r in loss_rows})
     out += ["\n## Losses on the GPU (forward+backward, ratio to the log-sum-exp floor)\n",
             "| loss | " + " | ".join(f"B={b}" for b in sizes) + " |", "|---|" + "---|" * len(sizes)]
