@@ -350,11 +350,19 @@ def all_gather_variable(local: dict[str, torch.Tensor]) -> dict[str, torch.Tenso
 
 def gather_rows(parts: list[dict[str, torch.Tensor]], world_size: int = 1) -> dict[str, torch.Tensor]:
     """Concatenate per-batch dicts of tensors, gather them from every process (``world_size > 1``; variable sizes)
-    and sort the rows by ``idx`` when present, so every process holds the same rows in the same order."""
+    and sort the rows by ``idx`` when present, so every process holds the same rows in the same order.
+
+    With ``idx``, each row is kept once: a distributed sampler pads the last shard with repeats of the first rows,
+    and a predictor or probe fitted on the gathered rows would otherwise count those rows twice."""
     local = {k: torch.cat([p[k] for p in parts]) for k in parts[0]} if parts else {}
     if world_size > 1:
         local = all_gather_variable(local)
     if local and "idx" in local:
-        order = torch.argsort(local["idx"])
+        order = torch.argsort(local["idx"], stable=True)
         local = {k: v[order] for k, v in local.items()}
+        idx = local["idx"]
+        first = torch.ones_like(idx, dtype=torch.bool)
+        first[1:] = idx[1:] != idx[:-1]
+        if not bool(first.all()):
+            local = {k: v[first] for k, v in local.items()}
     return local

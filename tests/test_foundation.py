@@ -216,3 +216,16 @@ def test_ddp_spawn_two_processes_completes_and_test_metrics_are_exact():
     got = {k[len("test/"):]: float(v) for k, v in ddp.callback_metrics.items() if k.startswith("test/")}
     for key in ("accuracy", "tpr_gap_rms", "eo_gap", "dp_gap", "leakage_h"):
         assert got[key] == pytest.approx(ref[key], abs=1e-6), key
+
+
+def test_gather_rows_keeps_each_row_once_in_idx_order():
+    """A padded distributed shard repeats rows; the gathered rows hold each ``idx`` once, sorted, fields aligned."""
+    from faircl.utils import gather_rows
+
+    parts = [{"idx": torch.tensor([4, 0, 2]), "h": torch.tensor([[4.0], [0.0], [2.0]])},
+             {"idx": torch.tensor([1, 3, 4, 0]), "h": torch.tensor([[1.0], [3.0], [4.0], [0.0]])}]  # 4, 0 padded
+    rows = gather_rows(parts)
+    assert rows["idx"].tolist() == [0, 1, 2, 3, 4]
+    assert rows["h"].flatten().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    plain = gather_rows([{"h": torch.ones(3, 1)}, {"h": torch.zeros(2, 1)}])  # no idx: kept as given
+    assert plain["h"].flatten().tolist() == [1.0, 1.0, 1.0, 0.0, 0.0]
