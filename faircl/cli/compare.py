@@ -34,13 +34,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from faircl.cli.names import CLIError
 from faircl.eval.baseline import compare_to_baseline
 from faircl.eval.compare import VERDICT_HEADER, verdict_row
 from faircl.eval.report import read_report
-from faircl.eval.rows import data_identity, flatten_config
+from faircl.eval.rows import data_identity, fairness_of, flatten_config, read_rows
 from faircl.eval.tradeoff import (Run, Setting, front_mask, group_runs, metric_columns, parse_constraint, plot_front,
                                   select, setting_labels)
 
@@ -118,9 +119,27 @@ def read_run(report: Path) -> Run | None:
         val = _val_from_metrics_csv(ckpt)
     rows_info = (data.get("meta") or {}).get("rows")
     rows = run_dir / rows_info["file"] if isinstance(rows_info, dict) and "file" in rows_info else None
-    return Run(str(run_dir), None if seed is None else int(seed), config, read_report(report), val,
-               str(ckpt) if ckpt is not None else ckpt_text, trial,
-               rows=str(rows) if rows is not None and rows.is_file() else None, source=source)
+    rows = rows if rows is not None and rows.is_file() else None
+    test = read_report(report)
+    how = rows_info.get("predictions", "logits") if isinstance(rows_info, dict) else "logits"
+    if rows is not None and how != "logits":
+        test, val = _metrics_from_rows(rows, test, val)
+    return Run(str(run_dir), None if seed is None else int(seed), config, test, val,
+               str(ckpt) if ckpt is not None else ckpt_text, trial, rows=str(rows) if rows is not None else None,
+               source=source, predictions=how)
+
+
+def _metrics_from_rows(path: Path, test: dict[str, float], val: dict[str, float]
+                       ) -> tuple[dict[str, float], dict[str, float]]:
+    """The test and validation accuracy, gaps and leakage of a run whose rows are not its logits' (``knn`` or
+    ``probe`` predictions), from those rows, so that its point on the front, its DTO and its verdicts judge the
+    same predictions. Metrics the rows cannot give (recall@k, NMI, ...) stay the report's."""
+    fields = read_rows(path)
+    groups = 1 + max((int(np.max(f["a"])) for f in fields.values() if len(f["a"])), default=0)
+    test = {**test, **fairness_of(fields["test"], groups)} if "test" in fields else test
+    if "val" in fields:
+        val = fairness_of(fields["val"], groups)
+    return test, val
 
 
 def _data_sets(runs: list[Run]) -> None:
@@ -325,14 +344,17 @@ def compare(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
 
     # every run
-    head = ["setting", "label", "trial", "seed", *[_short(k) for k in varied], *columns, "val dto", "checkpoint",
-            "run"]
+    head = ["setting", "label", "trial", "seed", *[_short(k) for k in varied], *columns, "val dto", "predictions",
+            "checkpoint", "run"]
     rows = [[r.setting, labels[r.setting], r.trial, r.seed, *[r.config.get(k) for k in varied], *[r.test.get(c, math.nan)
-            for c in columns], r.val.get("dto", math.nan), r.checkpoint, r.path]
+            for c in columns], r.val.get("dto", math.nan), r.predictions, r.checkpoint, r.path]
             for s in settings for r in s.runs]
     _csv(out / "runs.csv", head, rows)
     (out / "runs.md").write_text(f"# Runs ({len(rows)})\n\nTest numbers of each run's checkpoint; `val dto` is the "
-                                 f"validation DTO of the same checkpoint.\n\n" + _md(head, rows))
+                                 "validation DTO of the same checkpoint. Where `predictions` is `knn` or `probe`, "
+                                 "accuracy, gaps, leakage and both DTOs are those of the run's per-row predictions "
+                                 "(`rows.npz`: a 1-NN or a probe on its embeddings), not of its logits.\n\n"
+                                 + _md(head, rows))
     # settings
     marks = {s.name: [k for k, v in selected.items() if v is s] for s in settings}
     shead = ["setting", "label", "seeds", *[_short(k) for k in varied], *[f"{c} (mean ± sd)" for c in columns],

@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FIELDS", "FORMAT", "LOADER_ARGS", "SPLITS", "data_identity", "flatten_config", "leakage_of",
-           "read_rows", "rows_fingerprint", "write_rows"]
+__all__ = ["FIELDS", "FORMAT", "LOADER_ARGS", "SPLITS", "data_identity", "fairness_of", "flatten_config",
+           "leakage_of", "read_rows", "rows_fingerprint", "write_rows"]
 
 FORMAT = 1
 SPLITS = ("test", "val")
@@ -116,6 +116,29 @@ def leakage_of(fields: Mapping[str, np.ndarray], probe: str = "leak_h") -> float
     a, guess = np.asarray(fields["a"]), np.asarray(fields[probe])
     known = (a >= 0) & (guess >= 0)
     return float(np.mean(guess[known] == a[known])) if known.any() else float("nan")
+
+
+def fairness_of(fields: Mapping[str, np.ndarray], num_groups: int) -> dict[str, float]:
+    """A split's accuracy and group gaps from its per-row predictions (:class:`faircl.metrics.GroupFairness` over
+    ``pred``, ``y`` and ``a``; rows of unknown attribute count in accuracy only), plus its leakage.
+
+    These are the numbers of the predictions the rows hold: for a run whose rows come from a 1-NN or a probe on its
+    embeddings (``row_predictions: knn | probe``) they differ from the report's, which are its logits'.
+    """
+    import torch  # deferred: reading and writing rows files needs no torch
+
+    from faircl.metrics import GroupFairness  # deferred: torchmetrics is slow to import
+
+    proba = np.asarray(fields["proba"])
+    metric = GroupFairness(max(2, proba.shape[1] if proba.ndim == 2 else 2), max(1, int(num_groups)))
+    if len(fields["y"]):
+        metric.update(torch.as_tensor(np.asarray(fields["pred"], dtype=np.int64)),
+                      torch.as_tensor(np.asarray(fields["y"], dtype=np.int64)),
+                      torch.as_tensor(np.asarray(fields["a"], dtype=np.int64)))
+    out = {k: float(v) for k, v in metric.compute().items() if v.numel() == 1 and k != "n_unknown_group"}
+    out["leakage_h"] = leakage_of(fields, "leak_h")
+    out["leakage_yhat"] = leakage_of(fields, "leak_yhat")
+    return {k: v for k, v in out.items() if not (k.startswith("leakage") and np.isnan(v))}
 
 
 def flatten_config(node: Any, prefix: str = "") -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -147,3 +149,53 @@ def test_group_names_no_font_draws_are_replaced_and_said(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no glyph warnings
         assert plot_report(report, tmp_path / "cjk.png") is not None
+
+
+def _noisy_rows(rng, n, pred_from=None):
+    y = rng.integers(0, 3, n)
+    a = rng.integers(-1, 2, n)  # -1: unknown attribute
+    pred = np.where(rng.random(n) < 0.7, y, rng.integers(0, 3, n)) if pred_from is None else pred_from
+    return {"idx": np.arange(n), "y": y, "a": a, "pred": pred, "proba": np.eye(3, dtype=np.float32)[pred],
+            "leak_h": np.where(rng.random(n) < 0.5, a, -1), "leak_yhat": np.full(n, -1)}
+
+
+def test_fairness_of_rows_matches_a_literal_computation():
+    from faircl.eval.rows import fairness_of
+
+    f = _noisy_rows(np.random.default_rng(0), 500)
+    got = fairness_of(f, 2)
+    assert got["accuracy"] == pytest.approx(np.mean(f["pred"] == f["y"]))
+    # TPR gap RMS (Shen's GAP) with two groups: the RMS over classes of |TPR_0 − TPR_1|, unknown rows left out
+    gaps = []
+    for c in range(3):
+        tpr = [np.mean(f["pred"][(f["y"] == c) & (f["a"] == g)] == c) for g in range(2)]
+        gaps.append(tpr[0] - tpr[1])
+    assert got["tpr_gap_rms"] == pytest.approx(np.sqrt(np.mean(np.square(gaps))))
+    known = (f["a"] >= 0) & (f["leak_h"] >= 0)
+    assert got["leakage_h"] == pytest.approx(np.mean(f["leak_h"][known] == f["a"][known]))
+    assert "leakage_yhat" not in got  # no probe: left out, not reported as 0
+
+
+def test_compare_reads_knn_and_probe_runs_from_their_rows(tmp_path):
+    """A run whose rows are a 1-NN's: its test and validation numbers are the rows', not the logits' report."""
+    from faircl.cli.compare import read_run
+    from faircl.eval.rows import fairness_of, write_rows
+
+    rng = np.random.default_rng(1)
+    rows = {"test": _noisy_rows(rng, 400), "val": _noisy_rows(rng, 200)}
+    for how in ("logits", "knn", "probe"):
+        run = tmp_path / how
+        write_rows(rows, run)
+        (run / "report.json").write_text(json.dumps({
+            "metrics": {"accuracy": 0.99, "tpr_gap_rms": 0.0, "recall_at_1": 0.5},
+            "meta": {"rows": {"file": "rows.npz", "predictions": how}}}))
+        got = read_run(run / "report.json")
+        assert got.predictions == how
+        if how == "logits":
+            assert got.test["accuracy"] == 0.99 and got.val == {}
+            continue
+        assert got.test["accuracy"] == pytest.approx(np.mean(rows["test"]["pred"] == rows["test"]["y"]))
+        assert got.test["tpr_gap_rms"] == pytest.approx(fairness_of(rows["test"], 2)["tpr_gap_rms"])
+        assert got.test["recall_at_1"] == 0.5  # what rows cannot give stays the report's
+        assert got.val["accuracy"] == pytest.approx(np.mean(rows["val"]["pred"] == rows["val"]["y"]))
+        assert "dto" in got.val and "dto" in got.test
