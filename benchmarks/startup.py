@@ -175,6 +175,13 @@ def render(raw: dict, out: Path) -> None:
     quiet = sorted(n for n in notes if n.startswith("The machine was quiet"))
     lines += ["", "Times: median [min–max] over rounds of fit + test wall seconds; overheads: median [min, max] of "
               "the per-round ratios.", "", *sorted(set(n for n in notes if n and n not in quiet)), *quiet[-1:]]
+    if raw.get("empty_child_s"):
+        empty = raw["empty_child_s"]
+        lines += ["", "A forked child that runs nothing (`time.sleep(0)`) takes "
+                  f"{1e3 * statistics.median(empty):.0f} ms "
+                  f"(median of {len(empty)}, min {1e3 * min(empty):.0f}, max {1e3 * max(empty):.0f}): the fork of "
+                  "the warmed server, the child's start and its exit. That much of each pool overhead above is the "
+                  "fork itself; the rest is spent inside the run."]
     out.write_text("\n".join(lines) + "\n")
 
 
@@ -194,8 +201,23 @@ def run(rounds: int) -> dict:
                                       "fmt": {k: fmt_s(t) for k, t in timings.items()},
                                       "busy": busy_note(list(timings.values()))}
             print(name, {k: fmt_s(t) for k, t in timings.items()}, flush=True)
+    raw["empty_child_s"] = empty_child(pool)
+    print(f"an empty forked child: {1e3 * statistics.median(raw['empty_child_s']):.1f} ms", flush=True)
     raw["machine_end"], raw["wall_s"] = machine(), time.perf_counter() - t0
     return raw
+
+
+def empty_child(pool: RunPool, runs: int = 20) -> list[float]:
+    """Wall seconds of ``runs`` forked children that do nothing (``time.sleep(0)``): the pool's fixed cost per run, the
+    fork of the warmed server, the child's start and its exit, with no run's work in it."""
+    import time
+
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        pool.run("time:sleep", (0,))
+        times.append(time.perf_counter() - start)
+    return times
 
 
 if __name__ == "__main__":
