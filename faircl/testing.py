@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from faircl.utils import end_distributed, quiet_trainer_kwargs
+from faircl.utils import quiet_trainer_kwargs
 
 __all__ = ["EXIT_ABORT", "TINY_WORDS", "make_tiny_bert", "quiet_trainer_kwargs", "rerun_on_exit_abort",
            "run_then_leave"]
@@ -41,18 +41,27 @@ def rerun_on_exit_abort(test: Callable[..., None]) -> Callable[..., None]:
     return run
 
 
-def run_then_leave(rank: int, worker: Callable[..., Any], *args: Any) -> None:
-    """Entry point for ``torch.multiprocessing.spawn``: run ``worker(rank, *args)``, then close the process group
-    (barrier first, if the worker left it open), flush the streams and end the process at once (``os._exit(0)``).
+def run_then_leave(rank: int, worker: Callable[..., Any], *args: Any, hang_s: float = 300.0) -> None:
+    """Entry point for ``torch.multiprocessing.spawn``: run ``worker(rank, *args)``, wait for every rank (a barrier,
+    when the worker left a process group open), flush the streams and end the process at once (``os._exit(0)``).
 
     What a test checks is done when ``worker`` returns. Ending here skips the interpreter's teardown of torch's
     distributed, BLAS and OpenMP libraries, which in a spawned process can abort it after its work is done
-    (SIGABRT, ``terminate called without an active exception``, seen on busy machines). A worker that raises
-    propagates as usual (``spawn`` reports its traceback); a fatal signal inside it prints every thread's Python stack.
+    (SIGABRT, ``terminate called without an active exception``, seen on busy machines). The process group is not
+    destroyed either: with torch 2.2's gloo, one rank once stayed in ``destroy_process_group`` for good after the
+    other had left, and ``os._exit`` needs no teardown. A worker that raises propagates as usual (``spawn`` reports
+    its traceback); a fatal signal inside it prints every thread's Python stack, and so does a rank still running
+    after ``hang_s`` seconds, which then exits with 1 (a hang fails at once, with its stacks, not at the test's
+    timeout).
     """
+    import torch.distributed as dist
+
     faulthandler.enable()
+    faulthandler.dump_traceback_later(hang_s, exit=True)
     worker(rank, *args)
-    end_distributed(barrier=True)
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        dist.barrier()  # no rank leaves while another still talks to it
+    faulthandler.cancel_dump_traceback_later()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import atexit
+import functools
 import os
+import time
 import warnings
 from pathlib import Path
 
@@ -35,6 +37,18 @@ def test_run_then_leave_skips_the_teardown_that_aborts(tmp_path):
 def test_run_then_leave_reports_a_failing_worker(tmp_path):
     with pytest.raises(mp.ProcessRaisedException, match="rank 0 failed on purpose"):
         mp.spawn(run_then_leave, args=(_fail, str(tmp_path)), nprocs=1, join=True)
+
+
+def _hang(rank: int, out_dir: str) -> None:
+    time.sleep(120)
+
+
+def test_run_then_leave_ends_a_hung_rank_with_its_stacks(tmp_path):
+    """A rank still running after ``hang_s`` exits with 1 at once (spawn raises), not at the test's timeout."""
+    start = time.monotonic()
+    with pytest.raises(mp.ProcessExitedException, match="exit code 1"):
+        mp.spawn(functools.partial(run_then_leave, hang_s=3), args=(_hang, str(tmp_path)), nprocs=1, join=True)
+    assert time.monotonic() - start < 60
 
 
 def _flaky(failures: list[BaseException]):

@@ -203,6 +203,7 @@ def _wait_for(path: Path, proc: subprocess.Popen, seconds: float = 240) -> None:
 
 @needs_cli
 @pytest.mark.slow
+@pytest.mark.long  # an extra resume case (about two minutes); the killed-sweep resume test runs always
 def test_a_prompt_resume_retries_the_killed_trial_after_its_own_last_trial(tmp_path):
     """A worker (30 s heartbeats, so its dead trial looks alive for a minute) is killed in trial 1 of 3. A prompt
     resume runs trial 2, then finds the budget spent by the dead "running" trial 1: it waits (at the stored

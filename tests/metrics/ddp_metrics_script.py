@@ -104,8 +104,9 @@ def worker(rank: int, port: int) -> None:
         dist.barrier()
         if rank == 0:
             print("OK " + " ".join(synced))
-    finally:
-        dist.destroy_process_group()
+    except BaseException:
+        dist.destroy_process_group()  # on an error only: run_then_leave ends a finished rank without a teardown
+        raise
 
 
 def free_port() -> int:

@@ -38,6 +38,7 @@ def _summary_first(md: str) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.long  # a whole benchmark script's smoke run (over a minute): make test-long
 def test_text_fairness_quick(data_dir, tmp_path):
     out = tmp_path / "text_fairness.md"
     res = _run(["benchmarks/text_fairness.py", "--quick", "--no-hate", "--methods", "CE,Con_*,Con_*^ft,TwoStageCL",
@@ -123,6 +124,7 @@ def test_vision_fairness_quick(data_dir, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.long  # a whole benchmark script's smoke run (over a minute): make test-long
 def test_embedding_fairness_quick(data_dir, tmp_path):
     out = tmp_path / "embedding.md"
     res = _run(["benchmarks/embedding_fairness.py", "--quick", "--data-dir", str(data_dir), "--out", str(out)],
