@@ -42,7 +42,8 @@ from _timing import busy_note, fmt_s, machine, machine_line, measure  # noqa: E4
 
 from faircl.cli import main  # noqa: E402
 from faircl.cli.command import main_sequence  # noqa: E402
-from faircl.cli.workers import PRELOAD, RunPool  # noqa: E402
+from faircl.bench.runner import BENCH_PRELOAD  # noqa: E402
+from faircl.cli.workers import RunPool  # noqa: E402
 
 PROTOCOLS = {  # name: fit arguments (test adds --ckpt_path best); 1 epoch: the short runs of a sweep or a suite
     "ce/biased_features, 1 epoch": ["--config", "ce/biased_features", "--trainer.max_epochs", "1"],
@@ -189,7 +190,7 @@ def run(rounds: int) -> dict:
     import time
 
     start, t0 = machine(), time.perf_counter()
-    pool = RunPool((*PRELOAD, "faircl.bench.runner"))  # as faircl bench's worker
+    pool = RunPool(BENCH_PRELOAD)  # as faircl bench's worker
     raw: dict = {"rounds": rounds, "machine_start": start, "protocols": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for name, args in {**PROTOCOLS, **bench_protocols()}.items():

@@ -37,7 +37,11 @@ from faircl.bench.spec import Protocol, deep_merge
 from faircl.cli.names import CLIError
 from faircl.cli.workers import PRELOAD, RunPool
 
-__all__ = ["MethodSpec", "RunTask", "default_cache", "plan", "resolve_method", "run_one", "run_tasks"]
+__all__ = ["BENCH_PRELOAD", "MethodSpec", "RunTask", "default_cache", "plan", "resolve_method", "run_one", "run_tasks"]
+
+#: what a bench worker imports before its first fork: a sweep's worker's, the runs' target and the epoch-history
+#: callback that every run's config names by class path
+BENCH_PRELOAD = (*PRELOAD, "faircl.bench.runner", "faircl.bench.history")
 
 
 def default_cache() -> Path:
@@ -271,7 +275,7 @@ def run_tasks(tasks: list[RunTask], say=print, fresh: bool = False) -> list[str]
         say(f"faircl bench: {cached} of {len(tasks)} runs already done ({base} cached baseline runs), reused")
     if not todo:
         return []
-    pool = None if fresh else RunPool((*PRELOAD, "faircl.bench.runner"))  # the runs' target imported once
+    pool = None if fresh else RunPool(BENCH_PRELOAD)
     failures, times, t0 = [], [], time.perf_counter()
     env = {"FAIRCL_BENCH_PATH": os.getcwd()}
     for i, task in enumerate(todo, 1):

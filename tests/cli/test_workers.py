@@ -143,6 +143,24 @@ def test_the_warm_up_is_a_quiet_fit_and_test_on_one_thread(tmp_path):
     assert res.stdout == "" and res.stderr == "", (res.stdout + res.stderr)[-2000:]
 
 
+def test_after_the_preload_a_vision_run_imports_nothing_more(tmp_path):
+    """What a forked bench run would import on first use is imported by the server: ColoredDigits' digits
+    (``sklearn.datasets``, 0.1 s a run) and the epoch-history callback that every bench run's config names."""
+    import subprocess
+    import sys
+
+    code = ("import importlib, sys\nfrom faircl.bench.runner import BENCH_PRELOAD\n"
+            "[importlib.import_module(m) for m in BENCH_PRELOAD]\nbefore = set(sys.modules)\n"
+            "from faircl.data import ColoredDigits\nColoredDigits().setup('fit')\n"
+            "importlib.import_module('faircl.bench.history')\n"
+            "print(sorted(m for m in set(sys.modules) - before if m.split('.')[0] in ('sklearn', 'scipy', 'faircl')))")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "FAIRCL_NO_WARMUP": "1"}
+    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stdout.strip().splitlines()[-1] == "[]", res.stdout[-2000:]  # after the split tables setup prints
+
+
 def test_a_sequence_of_commands_stops_at_the_first_that_fails(capsys):
     from faircl.cli.command import main_sequence
 

@@ -62,3 +62,18 @@ def test_render_pairs_before_and_after(tmp_path, bench_out):
     assert "-0.1 [-0.4, +0.1]" in leak and "**inconclusive**" in leak
     adv = next(ln for ln in out.read_text().splitlines() if ln.startswith("| Adv lowers eo_gap"))
     assert "| bios_samples_chi | -92.4 [-271.5, +86.7] | inconclusive |" in adv and "-50.0 [-200.0, +100.0]" in adv
+    # a partial regeneration (here: nothing run) keeps every row of the file as it stands, and says so
+    text_bench.render(tmp_path / "empty", out, {})
+    again = out.read_text().splitlines()
+    assert [ln for ln in again if ln.startswith(f"| {label} lowers")] == lines and adv in again
+    assert "are those of the previous regeneration" in out.read_text()
+
+
+def test_the_hate_speech_part_finds_the_scripts_rows():
+    rows = text_bench.before_rows()
+    for label in ("Con_* (l2 h, Shen)", "Con_* (raw tanh h, fairlib)"):
+        inv = text_bench.invocations([label], ["hate"])
+        ((_, _, protocols, args, _),) = inv.values()
+        assert protocols == ["hate_speech_embed"] and "normalize" in args
+        prefix, cell = text_bench.METHODS[label][2], text_bench.PARTS["hate"][2]
+        assert len([r for r in rows if text_bench._matches(r, prefix, cell, True)]) == 1

@@ -12,7 +12,8 @@ from faircl.data.base import FairDataModule, FairDataset, encode_groups
 from faircl.data.io import DataError, read_table, require_columns, require_path, stratified_split, where
 from faircl.data.locations import default_data_dir, missing_data_dir
 from faircl.data.summary import say
-from faircl.data.text.base import _LoadedNames, make_eda
+from faircl.data.text.base import _FeatureTable, _LoadedNames, _PickView, make_eda
+from faircl.data.text.trained_embed import EmbedSpec, trained_embed_tables
 
 __all__ = ["HATE_ATTRIBUTES", "HateSpeech", "controlled_stereotype_rows"]
 
@@ -57,6 +58,19 @@ class HateSpeech(_LoadedNames, FairDataModule):
         stereotype_agreement: ``controlled`` protocol: share of train rows with ``a = y``.
         controlled_train: ``controlled`` protocol: train rows (default: the most the pool allows).
         controlled_eval: ``controlled`` protocol: rows of val and of test each (a multiple of 4).
+        features: ``none`` (``x`` = token ids) or ``trained``: ``x`` = the features of a bi-GRU ``Embed`` trained by CE
+            on the training split and frozen (Shen et al.'s protocol; :mod:`faircl.data.text.trained_embed`, cached on
+            disk, the same for every run of the same data); ``input_kind`` is then ``features`` and an ``mlp`` trains
+            on top.
+        embed_epochs: ``features="trained"``: CE epochs of the ``Embed``.
+        embed_lr: ``features="trained"``: its Adam learning rate.
+        embed_batch_size: ``features="trained"``: its batch size.
+        embed_kwargs: ``features="trained"``: :class:`~faircl.models.encoders.TokenEncoder` arguments (default
+            ``{embed_dim: 100, hidden_dim: 128, bidirectional: true}``).
+        frozen_views: ``features="trained"`` with ``two_views=True``: EDA copies of every training row encoded (once,
+            cached) to draw the views from.
+        cache_dir: ``features="trained"``: the feature cache folder (default ``$FAIRCL_CACHE/features`` or
+            ``~/.cache/faircl/features``).
     """
 
     data_folder = "multilingual_hate_speech_demographics"  # under $FAIRCL_DATA when data_dir is not given
@@ -74,9 +88,24 @@ class HateSpeech(_LoadedNames, FairDataModule):
         stereotype_agreement: float = 0.8,
         controlled_train: int | None = None,
         controlled_eval: int = 2000,
+        features: str = "none",
+        embed_epochs: int = 2,
+        embed_lr: float = 2e-3,
+        embed_batch_size: int = 128,
+        embed_kwargs: dict | None = None,
+        frozen_views: int = 4,
+        cache_dir: str | None = None,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
+        if features not in ("none", "trained"):
+            raise ValueError(f"features={features!r} must be 'none' or 'trained'")
+        if frozen_views < 1:
+            raise ValueError(f"frozen_views must be >= 1, got {frozen_views}")
+        self.features, self.frozen_views, self.cache_dir = features, frozen_views, cache_dir
+        self.embed = EmbedSpec(embed_epochs, embed_lr, embed_batch_size, self.seed,
+                               **({"encoder_kwargs": dict(embed_kwargs)} if embed_kwargs else {}))
+        self._feature_dim = 0
         self.attributes = [attribute] if isinstance(attribute, str) else list(attribute)
         bad = [a for a in self.attributes if a not in HATE_ATTRIBUTES]
         if bad or not self.attributes:
@@ -97,12 +126,15 @@ class HateSpeech(_LoadedNames, FairDataModule):
         self.protocol: str | None = None
         self._vocab = 0
 
-    input_kind = "tokens"  # integer token ids (Huang et al.'s files)
+    @property
+    def input_kind(self) -> str:
+        """``tokens`` (integer token ids, as in Huang et al.'s files), or ``features`` with ``features="trained"``."""
+        return "features" if self.features == "trained" else "tokens"
 
     @property
     def input_dim(self) -> int:
         self.splits  # noqa: B018
-        return self._vocab
+        return self._feature_dim if self.features == "trained" else self._vocab
 
     def _read(self, path: Path) -> tuple[list[list[int]], np.ndarray, list[list[str]]]:
         df = read_table(path, sep="\t", quotes=False)
@@ -186,9 +218,25 @@ class HateSpeech(_LoadedNames, FairDataModule):
             src = str(files[file_key]) + ("" if file_key == split or (split == "test" and file_key == "test")
                                           else f" [{split} part]")
             out[split] = FairDataset(x, y[rows], a[rows], num_classes=2, num_groups=len(self.group_names), source=src)
-        return out
+        return self._frozen_embed(out) if self.features == "trained" else out
+
+    def _frozen_embed(self, splits: dict[str, FairDataset]) -> dict[str, FairDataset]:
+        """The splits with ``x`` = the trained and frozen ``Embed``'s features (and those of ``frozen_views`` EDA
+        copies of every training row when ``two_views``)."""
+        tables = {s: [torch.as_tensor(ds.x)] for s, ds in splits.items()}
+        if self.two_views:
+            for k in range(1, self.frozen_views + 1):  # seeded: the same copies, hence the same cache key, every run
+                eda = _TokenEDA(make_eda(self.eda_p, self.seed * 1000 + k, synonyms=False))
+                tables["train"].append(torch.stack([eda(r) for r in tables["train"][0]]))
+        feats = trained_embed_tables(tables, splits["train"].y, 2, self._vocab, self.embed, self.cache_dir,
+                                     name=f"HateSpeech {self.language}")
+        self._feature_dim = int(feats["train"][0].shape[1])
+        return {s: FairDataset(np.arange(len(ds)), ds.y.numpy(), ds.a.numpy(), num_classes=2, num_groups=ds.num_groups,
+                               transform=_FeatureTable(feats[s]), source=ds.source) for s, ds in splits.items()}
 
     def view_transform(self) -> Callable:
+        if self.features == "trained":
+            return _PickView(self.frozen_views)
         return _TokenEDA(make_eda(self.eda_p, self.seed, synonyms=False))
 
 
