@@ -232,9 +232,19 @@ def render(work: Path, out: Path, walls: dict[str, float], note: str = "") -> No
               "`bench.json`: a run it reused, from the baseline cache or from an earlier invocation of the same "
               "command, counts 0 there; the first invocation on a protocol trained and cached its baselines)."
               + (f" {note}" if note else "")
-              + (f" Rows of {', '.join(carried)} are those of the previous regeneration (not run again this time)."
-                 if carried else ""), "", *(agreement(work) or _previous_agreement(previous)), DIFFERENCES]
+              + _carried_note(carried, [k for k in invocations([], []) if k not in carried]), "",
+              *(agreement(work) or _previous_agreement(previous)), DIFFERENCES]
     out.write_text("\n".join(lines) + "\n")
+
+
+def _carried_note(carried: list[str], ran: list[str]) -> str:
+    """Which rows come from the previous regeneration (named by the shorter list)."""
+    if not carried:
+        return ""
+    if len(ran) < len(carried):
+        return (f" Every row but those of {', '.join(ran) or 'no invocation'} is from the previous regeneration "
+                "(not run again this time).")
+    return f" Rows of {', '.join(carried)} are those of the previous regeneration (not run again this time)."
 
 
 def _previous_agreement(previous: list[str]) -> list[str]:
