@@ -129,7 +129,8 @@ def test_datamodules_declare_their_input_kind():
     assert BiasedFeatures().input_kind == "features"
     assert SynthBios().input_kind == "tokens" and SynthBios(representation="text").input_kind == "text"
     assert ColoredDigits().input_kind == "images"
-    assert HateSpeech.input_kind == "tokens" and CounterfactualTuples.input_kind == "tuples"
+    assert HateSpeech().input_kind == "tokens" and HateSpeech(features="trained").input_kind == "features"
+    assert CounterfactualTuples.input_kind == "tuples"
 
 
 def test_encoder_registry_checks_input_kinds():
