@@ -10,8 +10,10 @@
    the dense ``[B, B]`` path, the block-wise path (``block_size``) and the log-sum-exp floor.
 4. Every metric of ``faircl.metrics`` and every gap of ``faircl.metrics.gaps`` fed CUDA tensors gives what it gives
    on the CPU (a group missing and rows of unknown attribute included).
+5. The console command: ``faircl fit`` then ``faircl test --ckpt_path best`` of shipped configs, each a new process,
+   on the GPU and on the CPU; exit codes, times, the checkpoint and rows the test's ``report.json`` records.
 
-Without CUDA it prints ``skipped: no CUDA`` and exits with 0. Needs no jsonargparse and no nlpaug.
+Without CUDA it prints ``skipped: no CUDA`` and exits with 0. Sections 1-4 need no jsonargparse (5 does) and no nlpaug.
 
     python benchmarks/gpu.py [--quick] [--write benchmarks/results/gpu.md]
 """
@@ -19,14 +21,18 @@ Without CUDA it prints ``skipped: no CUDA`` and exits with 0. Needs no jsonargpa
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 import torch
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # sibling benchmark scripts
 
@@ -344,8 +350,66 @@ def cuda_equals_cpu(tol: float = 1e-5, device: str = "cuda") -> list[tuple[str, 
     return rows
 
 
+# ---------------------------------------------------------------------------------------------- 5. the console command
+CLI_CONFIGS = ("configs/confair/biased_features.yaml", "configs/ce/biased_features.yaml")
+
+
+def cli_fit_test(config: str, accelerator: str, root: Path, epochs: int = 2) -> dict[str, Any]:
+    """``faircl fit`` then ``faircl test --ckpt_path best`` of ``config`` under ``root``, each a new process; what the
+    test's ``report.json`` and ``config.yaml`` record, and the checks that failed."""
+    common = ["--config", config, "--trainer.accelerator", accelerator, "--trainer.devices", "1",
+              "--trainer.default_root_dir", str(root)]
+    r: dict[str, Any] = dict(config=config, accelerator=accelerator, test_rc=None, test_s=math.nan, checkpoint="",
+                             rows=0, size=None, accuracy=math.nan, tpr_gap_rms=math.nan, checks=[])
+    for step, extra in (("fit", ["--trainer.max_epochs", str(epochs)]), ("test", ["--ckpt_path", "best"])):
+        start = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "faircl.cli", step, *common, *extra],  # the repository's faircl
+                              cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True)
+        r[f"{step}_s"], r[f"{step}_rc"] = time.perf_counter() - start, proc.returncode
+        if proc.returncode:
+            print("\n".join(proc.stderr.splitlines()[-8:]), flush=True)
+            r["checks"].append(f"{step} exit {proc.returncode}: " + (proc.stderr.splitlines() or [""])[-1][:120])
+            return r
+    reports = sorted(root.glob("**/report.json"))
+    if len(reports) != 1:
+        return {**r, "checks": [f"{len(reports)} report.json files"]}
+    data = json.loads(reports[0].read_text())
+    meta, metrics = data.get("meta", {}), data.get("metrics", {})
+    ckpt, fit = Path(str(meta.get("checkpoint"))), meta.get("fit") if isinstance(meta.get("fit"), dict) else {}
+    rows = (meta.get("rows") or {}).get("test") or {}
+    r.update(checkpoint=ckpt.name, rows=int(rows.get("rows", 0)), size=rows.get("split_size"),
+             **{k: math.nan if metrics.get(k) is None else float(metrics[k]) for k in ("accuracy", "tpr_gap_rms")})
+    test_cfg = yaml.safe_load((reports[0].parent / "config.yaml").read_text()) or {}
+    checks = {f"checkpoint {str(ckpt)!r} is not a best checkpoint of this fit":
+              ckpt.is_file() and ckpt.name.startswith("best") and root.resolve() in ckpt.resolve().parents,
+              "the test does not say which checkpoint it loaded": f"faircl: test with {ckpt}" in proc.stderr,
+              "the checkpoint's fit record is not this fit's": fit.get("source") == "faircl fit"
+              and (fit.get("config") or {}).get("trainer.accelerator") == accelerator,
+              "the test ran on another accelerator": (test_cfg.get("trainer") or {}).get("accelerator") == accelerator,
+              f"test rows {r['rows']} of {r['size']}": r["rows"] > 0 and r["rows"] == r["size"]}
+    r["checks"] += [what for what, good in checks.items() if not good]
+    return r
+
+
+def bench_cli(tol: float, accelerators: tuple[str, ...] = ("gpu", "cpu")) -> list[dict[str, Any]]:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="faircl-cli-") as tmp:
+        for config in CLI_CONFIGS:
+            runs = [cli_fit_test(config, acc, Path(tempfile.mkdtemp(dir=tmp))) for acc in accelerators]
+            for r in runs:  # |Δ| against the last accelerator's run
+                r["d_acc"], r["d_gap"] = (abs(r[k] - runs[-1][k]) for k in ("accuracy", "tpr_gap_rms"))
+                r["ok"] = not r["checks"] and r["d_acc"] <= tol and r["d_gap"] <= tol  # NaN compares False
+                r["checks"] += [] if r["ok"] or r["checks"] else [f"|Δ| above {tol}"]
+                print(f"{config:40s} {r['accelerator']:4s} rc={r['fit_rc']},{r['test_rc']} fit={r['fit_s']:.1f}s "
+                      f"test={r['test_s']:.1f}s {r['checkpoint']} rows={r['rows']} acc={r['accuracy']:.4f} "
+                      f"gap={r['tpr_gap_rms']:.4f} Δacc={r['d_acc']:.4f} Δgap={r['d_gap']:.4f} "
+                      f"{'ok' if r['ok'] else 'NO: ' + '; '.join(r['checks'])}", flush=True)
+            rows += runs
+    return rows
+
+
 # ---------------------------------------------------------------------------------------------- report
-def to_markdown(prec, loss_rows, metric_rows, mem_rows, tol: float, same_rows=()) -> str:
+def to_markdown(prec, loss_rows, metric_rows, mem_rows, tol: float, same_rows=(), cli_rows=()) -> str:
     props = torch.cuda.get_device_properties(0)
     out = [f"# The GPU path\n\n{props.name}, {props.total_memory / 2**30:.0f} GiB; torch {torch.__version__}. "
            "Produced by `python benchmarks/gpu.py`.\n",
@@ -391,6 +455,17 @@ def to_markdown(prec, loss_rows, metric_rows, mem_rows, tol: float, same_rows=()
                 "| metric | values | largest abs. difference | equal |", "|---|---|---|---|"]
         for name, count, worst, ok, err in same_rows:
             out.append(f"| {name} | {count} | {worst:.1e} | {'yes' if ok else 'NO: ' + err if err else 'NO'} |")
+    if cli_rows:
+        out += ["\n## The console command on the GPU\n", "`python -m faircl.cli fit --config C --trainer.accelerator "
+                "A --trainer.devices 1 --trainer.max_epochs 2 --trainer.default_root_dir D` then `... test ... "
+                f"--ckpt_path best`, each a new process; figures: the test's `report.json`; Δ vs CPU (tol. {tol}).\n",
+                "| config | accelerator | exit codes (fit, test) | fit (s) | test (s) | checkpoint tested | test rows "
+                "| accuracy | TPR-gap RMS | Δacc | Δgap | ok |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in cli_rows:
+            out.append(f"| {r['config']} | {r['accelerator']} | {r['fit_rc']}, {r['test_rc']} | {r['fit_s']:.1f} | "
+                       f"{r['test_s']:.1f} | {r['checkpoint'] or '-'} | {r['rows']} of {r['size']} | "
+                       f"{r['accuracy']:.4f} | {r['tpr_gap_rms']:.4f} | {r['d_acc']:.4f} | {r['d_gap']:.4f} | "
+                       f"{'yes' if r['ok'] else 'NO: ' + '; '.join(r['checks'])} |")
     return "\n".join(out)
 
 
@@ -411,12 +486,13 @@ def main() -> int:
     metric_rows = bench_metrics(200_000 if args.quick else 1_000_000, 5000 if args.quick else 20_000,
                                 5 if args.quick else 15)
     mem_rows = peak_memory([1024, 4096] if args.quick else [1024, 2048, 4096, 8192, 16384, 32768, 65536], 128, 1024)
-    report = to_markdown(prec, loss_rows, metric_rows, mem_rows, args.tol, same_rows)
+    cli_rows = bench_cli(args.tol)
+    report = to_markdown(prec, loss_rows, metric_rows, mem_rows, args.tol, same_rows, cli_rows)
     if args.write:
         Path(args.write).parent.mkdir(parents=True, exist_ok=True)
         Path(args.write).write_text(report)
         print(f"wrote {args.write}")
-    return 0 if all(r["ok"] for r in prec) and all(r[3] for r in same_rows) else 1
+    return 0 if all(r["ok"] for r in prec + cli_rows) and all(r[3] for r in same_rows) else 1
 
 
 if __name__ == "__main__":
