@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.faircl-installed
 
-.PHONY: install demo test test-fast test-long docs bench clean
+.PHONY: install demo test test-e2e test-fast test-long docs bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,9 +21,15 @@ demo: $(STAMP)
 
 # faircl's bytecode first: where PYTHONDONTWRITEBYTECODE is set, every process the tests start (console commands,
 # DDP ranks, the run pool's server) would otherwise compile faircl again.
+# make test: everything but the end-to-end runs (marked e2e: console commands over the public data, several
+# processes, whole benchmark and sweep runs), which make test-e2e runs; CI runs both, plain `pytest` runs all.
 test: $(STAMP)
 	$(PY) -m compileall -q faircl > /dev/null
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -rs --durations=30
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -rs -m "not e2e" --durations=30
+
+test-e2e: $(STAMP)
+	$(PY) -m compileall -q faircl > /dev/null
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -rs -m e2e --durations=15
 
 test-long: $(STAMP)
 	FAIRCL_LONG_TESTS=1 HF_HUB_OFFLINE=1 $(PY) -m pytest -q -rs --durations=15

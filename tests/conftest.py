@@ -23,6 +23,8 @@ LONG = os.environ.get("FAIRCL_LONG_TESTS") == "1"
 def pytest_collection_modifyitems(config, items):
     """Tests marked ``long`` (minutes each: extra resume cases, whole benchmark smoke runs) run only with
     ``FAIRCL_LONG_TESTS=1`` (``make test-long``); ``make test`` reports them as skipped with this reason. Tests
+    marked ``e2e`` are chosen by marker alone: ``make test`` leaves them out (``-m "not e2e"``), ``make test-e2e``
+    runs them. Tests
     marked ``ddp`` run once more when a process aborted at exit (:func:`faircl.testing.rerun_on_exit_abort`)."""
     for item in items:
         if "ddp" in item.keywords and isinstance(item, pytest.Function):

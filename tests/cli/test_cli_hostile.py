@@ -247,6 +247,7 @@ def test_sigint_during_fit_exits_130_with_how_to_resume(tmp_path):
     assert "Traceback" not in err
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("command", ["fit", "test"])
 def test_two_processes_print_no_sync_dist_advice_and_rank_0_notes_once(tmp_path, command):
     ddp = ["--trainer.devices=2", "--trainer.strategy=ddp", "--trainer.accelerator=cpu"]

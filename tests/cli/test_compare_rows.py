@@ -55,6 +55,7 @@ def sweeps(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 @pytest.mark.skipif(FAIRCL is None, reason="the faircl console command is not installed")
 def test_no_association_is_untestable_and_real_bias_is_not(sweeps):
     verdicts = {}
@@ -78,6 +79,7 @@ def test_no_association_is_untestable_and_real_bias_is_not(sweeps):
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 @pytest.mark.skipif(FAIRCL is None, reason="the faircl console command is not installed")
 def test_runs_are_paired_by_their_fit_seeds(sweeps):
     """The test command is given no seed (its config says seed 0 ... or nothing): the fits' seeds 1, 2, 3 pair."""
@@ -95,6 +97,7 @@ def test_runs_are_paired_by_their_fit_seeds(sweeps):
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 @pytest.mark.skipif(FAIRCL is None, reason="the faircl console command is not installed")
 def test_mixed_data_sets_are_refused(sweeps):
     proc = faircl("compare", "b0.5/ConFair", "b0.8/CE", "--out", "cmp_mixed", "--baseline", "b0.8/CE", cwd=sweeps)

@@ -98,6 +98,7 @@ def test_search_ranges_parse_and_malformed_ones_are_one_line_errors():
 # ---------------------------------------------------------------------------------------------------- sweep
 @needs_cli
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_two_workers_share_one_study_then_compare_draws_the_front(tmp_path):
     """Two worker processes on one embedded study at once (4 trials): no trial lost or run twice; `faircl compare`
     on the sweep: one row per trial, a non-empty front without dominated settings, a valid PNG."""
@@ -157,6 +158,7 @@ def _trial_children(marker: str) -> list[int]:
 
 @needs_cli
 @pytest.mark.slow
+@pytest.mark.e2e
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="looks for the trial's process in /proc")
 def test_a_killed_sweep_resumes_keeping_finished_trials_and_retrying_the_interrupted_one(tmp_path):
     args = ["sweep", *FAST, "--search", "model.lambda_fair=log:0.01:10", "--trials", "2", "--out", "sw",
@@ -264,6 +266,7 @@ def test_resume_refuses_a_folder_without_a_sweep_and_a_changed_heartbeat(tmp_pat
 
 @needs_cli
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_sigterm_of_a_worker_is_one_line_exit_130_and_requeues_its_trial(tmp_path):
     args = ["sweep", *FAST, "--search", "model.lambda_fair=log:0.01:10", "--trials", "2", "--out", "sw",
             "--objectives", "val/accuracy:max"]

@@ -112,6 +112,7 @@ def _ran(log: str) -> list[int]:
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 @pytest.mark.skipif(FAIRCL is None, reason="the faircl console command is not installed")
 def test_two_workers_on_postgres_one_killed_and_a_resume_finishes_the_budget(postgres_url, tmp_path):
     import optuna

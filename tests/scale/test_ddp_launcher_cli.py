@@ -61,6 +61,7 @@ def fitted(tmp_path_factory) -> tuple[Path, Path]:
 
 
 @pytest.mark.ddp
+@pytest.mark.e2e
 def test_ddp_fit_and_test_with_lightnings_launcher_match_one_process(fitted):
     tmp, ckpt = fitted
     _faircl(tmp, "test", *ARGS, *DDP, "--trainer.default_root_dir=runs", "--ckpt_path", str(ckpt))
@@ -87,6 +88,7 @@ def test_ddp_fit_and_test_with_lightnings_launcher_match_one_process(fitted):
 
 
 @pytest.mark.ddp
+@pytest.mark.e2e
 def test_ddp_predict_writes_one_file_in_dataset_order(fitted):
     tmp, ckpt = fitted
     res = _faircl(tmp, "predict", *ARGS, *DDP, "--trainer.default_root_dir=pred", "--ckpt_path", str(ckpt))

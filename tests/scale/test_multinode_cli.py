@@ -87,6 +87,7 @@ def two_node_fit(tmp_path_factory, free_port) -> tuple[Path, Path, Path]:
 
 @pytest.mark.ddp
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_two_node_cli_fit_crosses_stages_and_checkpoint_tests_in_one_process(two_node_fit):
     import torch
 
@@ -100,6 +101,7 @@ def test_two_node_cli_fit_crosses_stages_and_checkpoint_tests_in_one_process(two
 
 @pytest.mark.ddp
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_two_node_cli_test_report_equals_single_process(two_node_fit, free_port):
     tmp, cfg, ckpt = two_node_fit
     for res in _two_nodes(["test", "--config", str(cfg), "--ckpt_path", str(ckpt)], tmp, free_port()):

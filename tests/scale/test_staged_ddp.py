@@ -33,6 +33,7 @@ def _fit_and_test(model: L.LightningModule, two_views: bool) -> dict[str, float]
 
 
 @pytest.mark.ddp
+@pytest.mark.e2e
 def test_two_stage_cl_crosses_stage_boundary_under_plain_ddp():
     torch.manual_seed(0)
     model = TwoStageCL(num_classes=2, num_groups=2, input_dim=8, encoder_kwargs={"hidden_dim": 16}, proj_dim=8,
@@ -42,6 +43,7 @@ def test_two_stage_cl_crosses_stage_boundary_under_plain_ddp():
 
 
 @pytest.mark.ddp
+@pytest.mark.e2e
 def test_confair_pipeline_crosses_stage_boundary_under_plain_ddp():
     torch.manual_seed(0)
     model = ConFair(num_classes=2, num_groups=2, input_dim=8, encoder_kwargs={"hidden_dim": 16}, pipeline=True,
@@ -51,6 +53,7 @@ def test_confair_pipeline_crosses_stage_boundary_under_plain_ddp():
 
 
 @pytest.mark.ddp
+@pytest.mark.e2e
 def test_one_stage_cl_gradient_cache_under_plain_ddp():
     """Two views, chunked: the classifier is reached by view-1 chunks only; the last synchronised backward still
     reduces every parameter, so DDP without find_unused_parameters runs several steps."""
@@ -71,6 +74,7 @@ def test_one_stage_cl_gradient_cache_under_plain_ddp():
 
 
 @pytest.mark.ddp
+@pytest.mark.e2e
 def test_inlp_crosses_stage_boundary_under_plain_ddp():
     """INLP freezes its encoder for the ``project`` stage and the wrapper is rebuilt there, so plain DDP (no
     ``find_unused_parameters``) trains both stages: no ``ddp_find_unused_parameters_true`` is needed."""

@@ -74,6 +74,7 @@ def _plain(strategy: str) -> dict:
 
 @pytest.mark.ddp
 @pytest.mark.slow
+@pytest.mark.e2e
 @pytest.mark.parametrize("sampler", SAMPLERS)
 def test_ddp_spawn_plain_trainer_fits_with_every_sampler(sampler):
     """fit (the sampler's train loader) on 2 processes; its validation metrics equal the single-process ones."""
@@ -92,6 +93,7 @@ def test_ddp_spawn_plain_trainer_fits_with_every_sampler(sampler):
 
 @pytest.mark.ddp
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_ddp_spawn_plain_trainer_test_report_matches_single_process():
     ref = _single_process_report("random")
     dm, model = build("random")
@@ -103,6 +105,7 @@ def test_ddp_spawn_plain_trainer_test_report_matches_single_process():
 
 @pytest.mark.ddp
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_plain_ddp_script_matches_single_process_and_shards_rows(tmp_path):
     sampler = "group_balanced"
     out = tmp_path / "report.json"
