@@ -18,33 +18,30 @@ TINY = ["--data.n_train=256", "--data.n_val=64", "--data.n_test=128", "--model.e
         "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
 
 
-def _needs_missing_data(config: Path) -> str | None:
-    """The data folder a config reads, when it is not available here (the test then skips)."""
-    cfg = yaml.safe_load(config.read_text()) or {}
+def _data_folder(config: str | Path) -> str | None:
+    """The public data folder a shipped config reads (``""`` for the corpora of ``CounterfactualTuples``), or None
+    for embedded or synthetic data."""
+    cfg = yaml.safe_load(Path(resolve_config(str(config))).read_text()) or {}
     cls = ((cfg.get("data") or {}).get("class_path") or "").rsplit(".", 1)[-1]
     import faircl.data
 
     folder = getattr(faircl.data.available_datamodules().get(cls), "data_folder", None)
-    if folder is None and cls != "CounterfactualTuples":
+    return "" if folder is None and cls == "CounterfactualTuples" else folder
+
+
+def _needs_missing_data(config: Path) -> str | None:
+    """The data folder a config reads, when it is not available here (the test then skips)."""
+    folder = _data_folder(config)
+    if folder is None:
         return None
     import os
 
     root = Path(os.environ.get("FAIRCL_DATA", REPO.parent / "shared" / "data"))
-    return None if (root / (folder or "")).exists() else str(root / (folder or ""))
-
-
-def _reads_real_data(config: str) -> bool:
-    """Whether a shipped config reads a public data set (images, tweets, corpora: tens of seconds to load)."""
-    cfg = yaml.safe_load(Path(resolve_config(config)).read_text()) or {}
-    cls = ((cfg.get("data") or {}).get("class_path") or "").rsplit(".", 1)[-1]
-    import faircl.data
-
-    return cls == "CounterfactualTuples" or getattr(faircl.data.available_datamodules().get(cls), "data_folder",
-                                                      None) is not None
+    return None if (root / folder).exists() else str(root / folder)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("config", [pytest.param(c, marks=pytest.mark.e2e) if _reads_real_data(c) else c
+@pytest.mark.parametrize("config", [pytest.param(c, marks=pytest.mark.e2e) if _data_folder(c) is not None else c
                                     for c in CONFIGS])
 def test_every_shipped_config_fits_and_tests(config, tmp_path, monkeypatch):
     missing = _needs_missing_data(Path(resolve_config(config)))
