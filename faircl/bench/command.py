@@ -157,20 +157,23 @@ def bench(argv: list[str]) -> int:
     failures = run_tasks(every, say=say, fresh=opts.fresh_processes)
     train_s = time.perf_counter() - start
     say("faircl bench: deciding the claims (bias null, bootstrap, Holm)")
+    undecided: list[str] = []
     rows = decide_bench(runnable, tasks, method.label, alpha=opts.alpha, n_permutations=opts.permutations,
-                        n_bootstrap=opts.bootstrap)
+                        n_bootstrap=opts.bootstrap, undecided=undecided)
+    for line in undecided:
+        say(f"faircl bench: claim not decided: {line}")
     header = [f"Method **{method.label}** (`{class_path}`{', ' + json.dumps(init_args) if init_args else ''}) on "
               f"suite **{opts.suite}**{' (quick: small data, short budget; little power)' if opts.quick else ''}.",
               "",
               f"Protocols: {', '.join(f'{p.name} v{p.version}' for p in runnable)}. Runs: {len(every)}, of which "
               f"{n_base} baseline runs ({reused} reused from the cache {cache}, {n_base - reused} trained now); "
               f"wall time of this invocation's runs {train_s:.0f} s on {platform.node() or 'this machine'}."]
-    md, csv_path, png = write_results(out, rows, skipped, header, failures)
+    md, csv_path, png = write_results(out, rows, skipped, header, failures, undecided)
     (out / "bench.json").write_text(json.dumps({
         "suite": opts.suite, "quick": opts.quick, "method": {"label": method.label, "class_path": class_path,
                                                              "init_args": init_args, "key": method.key()},
         "protocols": {p.name: {"version": p.version, "key": p.key(), "source": p.source} for p in runnable},
-        "skipped": dict(skipped), "failures": failures, "wall_s": round(train_s, 1),
+        "skipped": dict(skipped), "undecided": undecided, "failures": failures, "wall_s": round(train_s, 1),
         "runs": [{"protocol": t.protocol.name, "setting": t.setting, "seed": t.seed, "baseline": t.baseline,
                   "folder": str(t.folder), **(t.record() if t.done else {"failed": True})} for t in every],
         "claims": [{"protocol": r.protocol, "claim": r.claim, "verdict": r.verdict.verdict,

@@ -11,10 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from faircl.bench.runner import RunTask
 from faircl.bench.spec import Protocol
 from faircl.cli.compare import read_run
 from faircl.eval.baseline import BaselineResult, compare_to_baseline, decide_family
+from faircl.eval.compare import ClaimEvidence
+from faircl.eval.compare_stats import paired_seed_comparison
 from faircl.eval.tradeoff import Setting
 
 __all__ = ["ClaimRow", "decide_bench", "write_results"]
@@ -60,8 +64,10 @@ def _mean(runs: list[Any], metric: str) -> float:
 
 
 def decide_bench(protocols: list[Protocol], tasks: dict[str, list[RunTask]], method_label: str, alpha: float = 0.05,
-                 n_permutations: int = 1000, n_bootstrap: int = 2000) -> list[ClaimRow]:
-    """The verdict of every claim of every protocol (one Holm family over all of them)."""
+                 n_permutations: int = 1000, n_bootstrap: int = 2000,
+                 undecided: list[str] | None = None) -> list[ClaimRow]:
+    """The verdict of every claim of every protocol (one Holm family over all of them). ``undecided`` (a list)
+    receives a line for each ``statistic`` claim that no seed of both settings reported."""
     rows: list[ClaimRow] = []
     results, gaps, margins = [], [], []
     for p in protocols:
@@ -77,7 +83,18 @@ def decide_bench(protocols: list[Protocol], tasks: dict[str, list[RunTask]], met
         method = Setting(method_label, {}, _runs(method_tasks))
         if not method.runs:
             continue
-        for claim in [c for c in p.claims if not c.score]:
+        for claim in [c for c in p.claims if c.statistic]:  # a scalar of the report with no attribute
+            base = Setting(claim.baseline, {}, _runs([t for t in ts if t.baseline and t.setting == claim.baseline]))
+            found = _statistic_claim(p, claim, base, method, method_tasks)
+            if isinstance(found, str):
+                if undecided is not None:
+                    undecided.append(found)
+                continue
+            rows.append(found[0])
+            results.append(found[1])
+            gaps.append(claim.gap)
+            margins.append(claim.margin)
+        for claim in [c for c in p.claims if not (c.score or c.statistic)]:
             base_tasks = [t for t in ts if t.baseline and t.setting == claim.baseline]
             base = Setting(claim.baseline, {}, _runs(base_tasks))
             if not base.runs:
@@ -104,6 +121,35 @@ def decide_bench(protocols: list[Protocol], tasks: dict[str, list[RunTask]], met
     for row, v in zip(rows, verdicts):
         row.verdict, row.claim = v, v.name
     return rows
+
+
+def _statistic_claim(p: Protocol, claim: Any, base: Setting, method: Setting, method_tasks: list[RunTask]
+                     ) -> tuple[ClaimRow, BaselineResult] | str:
+    """The row and the evidence of a ``statistic`` claim: the report's scalar of both settings paired by seed (a
+    t-test over seeds; no attribute null, there is no group to permute), or why it cannot be decided."""
+    stat = claim.statistic
+
+    def by_seed(setting: Setting) -> dict[int, Any]:
+        return {int(r.seed): r for r in setting.runs if math.isfinite(float(r.test.get(stat, math.nan)))}
+
+    b, m = by_seed(base), by_seed(method)
+    seeds = sorted(set(b) & set(m))
+    name = f"{method.name} lowers {stat} vs {claim.baseline}"
+    if len(seeds) < 2:
+        return (f"{p.name}: {name}: {stat} is in the test report of {len(b)} of {len(base.runs)} {claim.baseline} "
+                f"run(s) and {len(m)} of {len(method.runs)} {method.name} run(s); a paired comparison needs 2 seeds "
+                f"with both")
+    values = [[float(s[k].test[stat]) for k in seeds] for s in (b, m)]
+    utility = [[float(s[k].test.get(claim.utility, math.nan)) for k in seeds] for s in (b, m)]
+    if not all(math.isfinite(u) for us in utility for u in us):
+        return f"{p.name}: {name}: a run's test report has no finite {claim.utility} (the utility)"
+    ev = ClaimEvidence(name, paired_seed_comparison(*values), paired_seed_comparison(*utility), claim.paper_effect)
+    wall = sum(t.record().get("wall_s", 0.0) for t in method_tasks if t.done)
+    row = ClaimRow(p.name, p.control, "", stat, claim.baseline, method.name, seeds, float(np.mean(values[0])),
+                   float(np.mean(values[1])), float(np.mean(utility[0])), float(np.mean(utility[1])), None, True,
+                   wall, {"paper": p.paper, "utility": claim.utility,
+                          "bias_text": f"no attribute null ({stat} involves no group); paired over seeds"})
+    return row, BaselineResult({}, [], {method.name: seeds}, [True], [ev])
 
 
 def _items(tasks: list[RunTask]) -> dict[int, dict[str, Any]]:
@@ -169,14 +215,16 @@ def _cells(r: ClaimRow) -> list[str]:
 
 
 def write_results(out: Path, rows: list[ClaimRow], skipped: list[tuple[str, str]], header: list[str],
-                  failures: list[str]) -> tuple[Path, Path, Path | None]:
+                  failures: list[str], undecided: list[str] = ()) -> tuple[Path, Path, Path | None]:
     """``results.md``, ``results.csv`` and ``tradeoff.png`` in ``out``; returns their paths (no picture without
-    rows)."""
+    rows). ``undecided``: claims that no run could answer (each said under its own heading)."""
     out.mkdir(parents=True, exist_ok=True)
     md = ["# faircl bench", "", *header, "",
           "Gaps and utilities in points (×100); Δ = method − baseline, paired by seed on the same rows; one Holm "
           "family over every claim below. A claim is testable only where the baseline's gap exceeds the "
-          "attribute-permutation null (\"baseline bias vs null\"); else it reads *untestable*.", ""]
+          "attribute-permutation null (\"baseline bias vs null\"); else it reads *untestable*. A claim on a "
+          "statistic that involves no attribute (cluster dominance) has no such null: it is a t-test over seeds.",
+          ""]
     if rows:
         md += ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
         md += ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(r)) + " |" for r in rows]
@@ -184,6 +232,8 @@ def write_results(out: Path, rows: list[ClaimRow], skipped: list[tuple[str, str]
         md += ["No claim could be decided (see the skipped protocols and failed runs)."]
     if skipped:
         md += ["", "## Skipped protocols", ""] + [f"- **{n}**: {why}" for n, why in skipped]
+    if undecided:
+        md += ["", "## Claims not decided", ""] + [f"- {u}" for u in undecided]
     if failures:
         md += ["", "## Failed runs", ""] + [f"- {f}" for f in failures]
     md_path = out / "results.md"

@@ -30,6 +30,10 @@ own settings against one of them, e.g. TwoStageCL against λ = 0); any other met
 A protocol of the ``embeddings`` suite trains an encoder on counterfactual tuples, has an ``evaluate`` block (subset
 sizes of the embedding bias sets, :data:`EVALUATE_DEFAULTS`) and claims that name an item-level ``score``
 (:data:`ITEM_SCORES`) instead of a ``gap``: :mod:`faircl.bench.embeddings`.
+A claim on a ``statistic`` names a scalar of the test report that involves no attribute (Martin & Ogbuokiri's
+``cluster_dominance``: the largest K-means cluster's share of the test embeddings): it is decided from the runs'
+values paired by seed (a t-test over seeds, in the same Holm family), with no attribute null, because there is no
+group to permute.
 ``--quick`` merges the ``quick`` block over the protocol. The cache key of a baseline run is the hash of the resolved
 protocol (:meth:`Protocol.key`): editing a protocol (or bumping its ``version``) retrains its baselines, nothing
 else does.
@@ -59,7 +63,8 @@ _KEYS = {"name", "version", "title", "paper", "input_kind", "views", "data", "mo
          "baselines", "claims", "quick", "extends", "requires_data", "control", "notes", "applies_to", "evaluate"}
 #: keys an ``extends`` file replaces whole instead of merging into its parent's
 _REPLACED = ("selection", "baselines")
-_CLAIM_KEYS = {"gap", "score", "baseline", "paper_effect", "utility", "leakage", "leakage_paper_effect", "margin"}
+_CLAIM_KEYS = {"gap", "score", "statistic", "baseline", "paper_effect", "utility", "leakage", "leakage_paper_effect",
+               "margin"}
 #: the item-level scores an ``embeddings`` claim may name (:data:`faircl.bench.embeddings.SCORES`; kept here so that
 #: ``--list`` and the checks of a protocol file import no torch)
 ITEM_SCORES = ("cced_heldout", "cced_in", "seat", "bias_ir", "crows", "stereoset")
@@ -81,11 +86,14 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 class Claim:
     """"The method lowers ``gap`` against ``baseline`` at little ``utility`` cost" (and, with ``leakage``, lowers
     the leakage probe's accuracy); ``paper_effect``: the change the paper reports (fraction, negative = reduction).
-    An ``embeddings`` claim names an item-level ``score`` (:data:`ITEM_SCORES`) instead of a ``gap``."""
+    An ``embeddings`` claim names an item-level ``score`` (:data:`ITEM_SCORES`) instead of a ``gap``; a
+    ``statistic`` claim a scalar of the test report that involves no attribute (``cluster_dominance``). ``gap``
+    holds the name in all three cases."""
 
     gap: str
     baseline: str
     score: str = ""
+    statistic: str = ""
     paper_effect: float | None = None
     utility: str = "accuracy"
     leakage: bool = False
@@ -198,9 +206,10 @@ def _claims(path: Path, items: Any, baselines: dict[str, Any]) -> list[Claim]:
         raise CLIError(f"bench: {path}: 'claims' must be a non-empty list of {{gap, baseline, ...}}")
     out = []
     for i, c in enumerate(items):
-        if not isinstance(c, dict) or ("gap" in c) == ("score" in c) or "baseline" not in c:
-            raise CLIError(f"bench: {path}: claims[{i}] needs 'baseline' and one of 'gap' (a metric of the rows) or "
-                           f"'score' (an item-level score of the embeddings suite), got {c!r}")
+        if not isinstance(c, dict) or sum(k in c for k in ("gap", "score", "statistic")) != 1 or "baseline" not in c:
+            raise CLIError(f"bench: {path}: claims[{i}] needs 'baseline' and one of 'gap' (a metric of the rows), "
+                           f"'score' (an item-level score of the embeddings suite) or 'statistic' (a scalar of the "
+                           f"test report with no attribute, e.g. cluster_dominance), got {c!r}")
         unknown = set(c) - _CLAIM_KEYS
         if unknown:
             raise CLIError(f"bench: {path}: claims[{i}]: unknown key(s) {sorted(unknown)} (known: "
@@ -212,6 +221,11 @@ def _claims(path: Path, items: Any, baselines: dict[str, Any]) -> list[Claim]:
             if c["score"] not in ITEM_SCORES:
                 raise CLIError(f"bench: {path}: claims[{i}]: score {c['score']!r} is not one of {list(ITEM_SCORES)}")
             c = {**c, "gap": c["score"]}
+        if "statistic" in c:
+            if not isinstance(c["statistic"], str) or not c["statistic"].isidentifier():
+                raise CLIError(f"bench: {path}: claims[{i}]: statistic must name a scalar of the test report "
+                               f"(e.g. cluster_dominance), got {c['statistic']!r}")
+            c = {**c, "gap": c["statistic"]}
         out.append(Claim(**c))
     return out
 
