@@ -1,7 +1,7 @@
-"""The embedding benchmark (``embedding_fairness.py``) as ``faircl bench`` invocations: CCD (β = 1) on the
-``embeddings`` suite's ``cda_minilm`` protocol against the untouched encoder, and the untouched encoder itself under
-another name (a null method: no claim may read holds), then one file that puts each claim's verdict through the
-bench next to the script's verdict for the same claim.
+"""The embedding benchmark (what the removed ``embedding_fairness.py`` ran) as ``faircl bench`` invocations: CCD (β =
+1) on the ``embeddings`` suite's ``cda_minilm`` protocol against the untouched encoder, and the untouched encoder
+itself under another name (a null method: no claim may read holds), then one file that puts each claim's verdict
+through the bench next to the script's verdict for the same claim.
 
     .venv/bin/python benchmarks/embedding_bench.py            # both invocations (the baseline trained once, cached)
     .venv/bin/python benchmarks/embedding_bench.py --render   # rewrite the results file from the bench outputs

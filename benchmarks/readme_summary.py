@@ -4,9 +4,9 @@
     .venv/bin/python benchmarks/readme_summary.py --check   # exit 1 when README.md is out of date
 
 The block between ``<!-- results-summary:start -->`` and ``<!-- results-summary:end -->`` is replaced by, for each
-of ``text_fairness.md``, ``text_bench.md``, ``vision_fairness.md``, ``vision_bench.md``, ``embedding_fairness.md``
-and ``embedding_bench.md``: its regenerating
-command and wall-time line, and its summary table (the first table after the title) as it stands in the file.
+of ``text_bench.md``, ``vision_bench.md`` and ``embedding_bench.md`` (the benchmarks as ``faircl bench``
+invocations, each claim beside the verdict of the script that preceded it): its regenerating command and
+wall-time line, and its summary table (the first table after the title) as it stands in the file.
 """
 
 from __future__ import annotations
@@ -17,9 +17,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
-FILES = (("Text", "text_fairness.md"), ("Text through `faircl bench`", "text_bench.md"),
-         ("Vision", "vision_fairness.md"), ("Vision through `faircl bench`", "vision_bench.md"),
-         ("Embeddings", "embedding_fairness.md"), ("Embeddings through `faircl bench`", "embedding_bench.md"))
+FILES = (("Text", "text_bench.md"), ("Vision", "vision_bench.md"), ("Embeddings", "embedding_bench.md"))
 START, END = "<!-- results-summary:start -->", "<!-- results-summary:end -->"
 
 

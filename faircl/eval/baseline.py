@@ -55,7 +55,7 @@ def leakage_claim(name: str, baseline_test: SplitPredictions, method_test: Split
                   num_groups: int, n_bootstrap: int = 2000) -> ClaimEvidence:
     """"The method lowers leakage": the seeds' leakage paired (:func:`paired_seed_comparison`), the baseline's
     leakage tested against the majority-group rate on the test and the validation rows, the utility's change by the
-    seeds × rows bootstrap, and both models' degenerate seeds — as ``benchmarks/_text_report.py`` decides it."""
+    seeds × rows bootstrap, and both models' degenerate seeds."""
     return ClaimEvidence(
         name, paired_seed_comparison(baseline_leakage, method_leakage),
         paired_bootstrap(baseline_test.y, baseline_test.a, baseline_test.preds, method_test.preds, utility,

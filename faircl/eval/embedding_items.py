@@ -1,4 +1,4 @@
-"""Per-item outputs of the embedding benchmarks (``faircl bench embeddings``, ``benchmarks/embedding_fairness.py``),
+"""Per-item outputs of the embedding benchmark (``faircl bench embeddings``, ``benchmarks/embedding_bench.py``),
 saved for every model and seed so that the original encoder's bias can be compared with a null and the changes
 bootstrapped over items.
 

@@ -361,7 +361,7 @@ README_HOMES = {
     "Data": ("guides/data.md", "utkface_subset"),
     "Results and performance: scripts": ("benchmarks/index.md", "benchmarks/loss_memory.py"),
     "Results and performance: figures": ("benchmarks/index.md", "How `GroupFairness` gets there"),
-    "Results: verdict rule": ("benchmarks/index.md", "benchmarks/_stats.py"),
+    "Results: verdict rule": ("benchmarks/index.md", "the same code path as `faircl compare`"),
     "Results: what the analysis shows": ("benchmarks/index.md", "Polish hate speech"),
     "Security and reliability": ("guides/security.md", "redirects are never followed"),
     "Environment variables": ("guides/data.md", "FAIRCL_LLM_BASE_URL"),

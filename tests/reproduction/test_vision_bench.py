@@ -44,6 +44,9 @@ def test_render_pairs_before_and_after(tmp_path, bench_out):
         ("stereo_digits_permuted", "tpr_gap_rms", "CE", "untestable", 0.0, -0.01, 0.01)], 90.0)
     bench_out(work / vision_bench.slug("PARADE · utkface"), [
         ("stereo_utkface_knn", "tpr_gap_rms", "DML", "inconclusive", 0.01, -0.04, 0.06)], 90.0)
+    bench_out(work / vision_bench.slug("FairSampling (weighted) · digits"), [
+        ("stereo_digits_probe", "tpr_gap_rms", "SimCLR", "inconclusive", 0.02, -0.03, 0.07),
+        ("stereo_digits_probe", "cluster_dominance", "SimCLR", "inconclusive", 0.03, -0.01, 0.07)], 90.0)
     out = tmp_path / "vision_bench.md"
     vision_bench.render(work, out)
     text = out.read_text()
@@ -55,7 +58,12 @@ def test_render_pairs_before_and_after(tmp_path, bench_out):
     assert "-40.3 [-43.7, -36.8]" in leak
     knn = next(ln for ln in text.splitlines() if ln.startswith("| PARADE lowers tpr_gap_rms vs DML (utkface)"))
     assert "+3.2 [-2.3, +8.7]" in knn and "| — |" in knn
+    cluster = next(ln for ln in text.splitlines()
+                   if ln.startswith("| FairSampling (weighted) lowers cluster_dominance vs SimCLR (digits)"))
+    assert "+5.3 [-1.2, +11.7]" in cluster and "+3.0 [-1.0, +7.0]" in cluster  # the script's, then the bench's
     listed = text.split("does not judge")[1]
-    assert "cluster dominance" in listed and "λ = 0" in listed
+    assert "Martin: FairSampling (sampled) lowers cluster dominance vs SimCLR (digits)" in listed  # not run here
+    assert "FairSampling (weighted) lowers cluster dominance vs SimCLR (digits)" not in listed  # judged above
+    assert "λ = 0" in listed
     assert "Shen: Con_* (l2 h, Shen) lowers GAP vs CE (full batch) (digits)" not in listed
-    assert "Wall time of the bench invocations' own runs: 3.0 min" in text
+    assert "Wall time of the bench invocations' own runs: 4.5 min" in text
