@@ -6,9 +6,9 @@ added to the ``pymdownx.snippets`` base paths), which a method page includes wit
 
 - the rows of the overhead tables (``overhead*.md``, archived ``*_before.md`` files left out) for CE and the method,
   under the table's own header;
-- the rows of the reproduction summary tables (``*_fairness.md``, the table whose header starts with ``| claim |``)
-  whose claim names the method;
-- the rows of the per-protocol tables of ``text_fairness.md`` (``| method |`` tables) for CE and the method.
+- the rows of the benchmark tables (``*_bench.md``: the ``faircl bench`` record, the tables whose header starts with
+  ``| claim |``) whose claim names the method, each with the removed script's verdict beside the bench's;
+- a link to the scripts' frozen records (``*_fairness.md``), which the bench files were checked against.
 
 Nothing is copied by hand: regenerating a results file changes the pages at the next build. A method without rows
 says so. Run ``python docs/hooks.py ConFair`` to print one snippet.
@@ -29,22 +29,25 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
 OVERHEAD_GLOB = "overhead*.md"  # every overhead table but the archived ones (*_before.md)
+#: the benchmark record: ``faircl bench`` invocations (``benchmarks/*_bench.py``)
+BENCH_FILES = ("text_bench.md", "vision_bench.md", "embedding_bench.md")
+#: the removed scripts' records, frozen (linked from every page, not parsed)
 FAIRNESS_FILES = ("text_fairness.md", "vision_fairness.md", "embedding_fairness.md")
 #: Method → (regex for the first cell of an overhead / per-protocol row, regex for a summary claim, note).
 METHOD_ROWS: dict[str, tuple[str, str, str]] = {
-    "CE": (r"^CE$", r"\bvs CE\b", "CE is the baseline of these claims: its gap is the *baseline gap* column."),
+    "CE": (r"^CE$", r"\bvs CE\b", "CE is the baseline of these claims (each Δ is the method's value minus CE's)."),
     "ConFair": (r"^(ConFair|Con_)", r"\bCon(Fair\b|_\*)", ""),
     "TwoStageCL": (r"^TwoStageCL\b", r"\bTwoStageCL\b", ""),
     "OneStageCL": (r"^OneStageCL\b", r"\bOneStageCL\b", ""),
     "Adversarial": (r"^Adv(ersarial)?\b", r"\bAdv(ersarial)?\b", ""),
     "DiverseAdversarial": (r"^DiverseAdv", r"\bDiverseAdv", ""),
     "INLP": (r"^INLP\b", r"\bINLP\b", ""),
-    "DML": (r"^(DML|Margin)", r"\bPARADE\b", "DML (margin loss, distance-weighted mining) is the baseline of the "
-            "PARADE claims: its gap is the *baseline gap* column."),
+    "DML": (r"^(DML|Margin)", r"\bvs DML\b", "DML (margin loss, distance-weighted mining) is the baseline of the "
+            "PARADE claims (each Δ is PARADE's value minus DML's)."),
     "PARADE": (r"^PARADE\b", r"\bPARADE\b", ""),
     "FairSamplingSimCLR": (r"^FairSampling", r"FairSampling", ""),
-    "SimCLR": (r"^SimCLR$", r"\bvs SimCLR\b", "SimCLR is the baseline of these claims: its value is the "
-               "*baseline gap* column."),
+    "SimCLR": (r"^SimCLR$", r"\bvs SimCLR\b", "SimCLR is the baseline of these claims (each Δ is the method's "
+               "value minus SimCLR's)."),
     "CCD": (r"^CCD\b", r"\bCCD\b", ""),
 }
 
@@ -108,27 +111,24 @@ def cost_rows(method: str, results: Path = RESULTS) -> list[str]:
 
 
 def finding_rows(method: str, results: Path = RESULTS) -> list[str]:
-    """Summary-table rows whose claim names ``method`` and per-protocol rows of CE and ``method``."""
-    row_re, claim_re, note = (re.compile(METHOD_ROWS[method][0]), re.compile(METHOD_ROWS[method][1]),
-                              METHOD_ROWS[method][2])
+    """The rows of the benchmark tables (``*_bench.md``) whose claim names ``method``, under each table's header."""
+    claim_re, note = re.compile(METHOD_ROWS[method][1]), METHOD_ROWS[method][2]
     out: list[str] = []
-    for name in FAIRNESS_FILES:
+    for name in BENCH_FILES:
         path = results / name
         if not path.is_file():
             continue
-        for context, table in tables(path.read_text()):
-            header = _cells(table[0])[0].lower()
-            if header == "claim":
-                mine = [ln for ln in table[2:] if claim_re.search(_cells(ln)[0])]
-                if mine:
-                    out += [f"Claims tested in {_link(name)} (summary table){': ' + note if note else ''}", "",
-                            *table[:2], *mine, ""]
-            elif header == "method":
-                mine = [ln for ln in table[2:] if row_re.search(_first_cell(ln))]
-                if mine and method != "CE":
-                    base = [ln for ln in table[2:] if _first_cell(ln) == "CE"]
-                    out += [f"{_link(name)}, {_heading(context)}", "", *table[:2], *base, *mine, ""]
+        for _, table in tables(path.read_text()):
+            if _cells(table[0])[0].lower() != "claim":
+                continue
+            mine = [ln for ln in table[2:] if claim_re.search(_cells(ln)[0])]
+            if mine:
+                out += [f"Claims judged in {_link(name)}{': ' + note if note else ''}", "", *table[:2], *mine, ""]
     return out
+
+
+def _records() -> str:
+    return ", ".join(_link(n) for n in FAIRNESS_FILES)
 
 
 def snippet(method: str, results: Path = RESULTS) -> str:
@@ -137,10 +137,12 @@ def snippet(method: str, results: Path = RESULTS) -> str:
         f"Not measured yet: no row for {method} in {', '.join(_link(n) for n in overhead_files(results)) or 'the overhead results'}.",
         ""]
     found = finding_rows(method, results) or [
-        f"The reproduction benchmarks ({', '.join(_link(n) for n in FAIRNESS_FILES)}) test no claim about "
+        f"The reproduction benchmarks ({', '.join(_link(n) for n in BENCH_FILES)}) test no claim about "
         f"{method}.", ""]
+    frozen = [f"The *before* columns are the removed benchmark scripts' verdicts; their full records, with the "
+              f"per-protocol tables, stay frozen in {_records()}.", ""]
     return "\n".join(["### Cost relative to CE", "", *cost, "### What the reproduction benchmarks found", "",
-                      *found])
+                      *found, *frozen])
 
 
 def _column(header: str, *starts: str) -> int | None:
@@ -150,7 +152,7 @@ def _column(header: str, *starts: str) -> int | None:
 
 def overview(results: Path = RESULTS) -> str:
     """One table over every method: its cost relative to CE and the verdicts of the claims that name it."""
-    rows = ["| method | cost × CE (from `overhead*.md`) | claims tested: verdicts (from `*_fairness.md`) |",
+    rows = ["| method | cost × CE (from `overhead*.md`) | claims tested: verdicts (from `*_bench.md`) |",
             "|---|---|---|"]
     baselines = {m for m, spec in METHOD_ROWS.items() if spec[2]}
     for method in METHOD_ROWS:
@@ -164,9 +166,12 @@ def overview(results: Path = RESULTS) -> str:
                     if col is not None and row_re.search(_first_cell(ln)):
                         costs.append(f"{_cells(ln)[col]} ({name.removesuffix('.md')})")
         verdicts: dict[str, int] = {}
+        col = None
         for line in finding_rows(method, results):
-            if line.startswith("|") and "**" in line and not line.startswith("| method"):
-                m = re.search(r"\*\*([^*]+)\*\*", _cells(line)[-1])
+            if line.startswith("| claim"):  # the bench's verdict column (the last column where there is none)
+                col = _column(line, "after: verdict", "verdict")
+            elif line.startswith("|") and "**" in line and col is not None:
+                m = re.search(r"\*\*([^*]+)\*\*", _cells(line)[col])
                 if m:
                     verdicts[m.group(1)] = verdicts.get(m.group(1), 0) + 1
         found = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items(), key=lambda kv: -kv[1])) or "none"

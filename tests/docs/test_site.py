@@ -266,14 +266,20 @@ def test_method_rows_come_from_the_results_files(tmp_path):
     hooks = _hooks()
     (tmp_path / "overhead.md").write_text("# t\n\n### Text\n\n| method | × CE |\n|---|---|\n| CE | 1.00 |\n"
                                           "| ConFair | 1.50 |\n| OneStageCL | 3.00 |\n")
-    (tmp_path / "text_fairness.md").write_text(
-        "# t\n\n| claim | verdict |\n|---|---|\n| Shen: ConFair lowers GAP vs CE | **holds** (x) |\n"
-        "| Chi: OneStageCL lowers the EO gap vs CE | **does not hold** (y) |\n"
-        "| Shen: Con_*^ft lowers Leak@h vs CE | **does not hold** (z) |\n")
+    # A bench table: the script's verdict ("before") is not bold; only the bench's ("after") counts.
+    (tmp_path / "text_bench.md").write_text(
+        "# t\n\n| claim | before: verdict | after: verdict | wall |\n|---|---|---|---|\n"
+        "| ConFair lowers tpr_gap_rms vs CE | does not hold | **holds** | 1 min |\n"
+        "| OneStageCL lowers eo_gap vs CE | inconclusive | **does not hold** | 1 min |\n"
+        "| Con_* (raw h) lowers leakage_h vs CE | holds | **does not hold** | **2** min |\n")
+    # The frozen script record is linked, never parsed.
+    (tmp_path / "text_fairness.md").write_text("# t\n\n| claim | verdict |\n|---|---|\n"
+                                               "| Shen: ConFair lowers GAP vs CE | **holds** (x) |\n")
     confair = hooks.snippet("ConFair", tmp_path)
     assert "| ConFair | 1.50 |" in confair and "| CE | 1.00 |" in confair and "OneStageCL" not in confair
-    assert "Shen: ConFair lowers GAP vs CE" in confair and "Chi:" not in confair
-    assert "Con_*^ft lowers Leak@h" in confair  # the results files name ConFair's variants Con_* / Con_*^ft
+    assert "ConFair lowers tpr_gap_rms vs CE" in confair and "Shen: ConFair lowers GAP" not in confair
+    assert "Con_* (raw h) lowers leakage_h" in confair  # the results files name ConFair's variants Con_*
+    assert "text_fairness.md" in confair  # the link to the frozen record
     assert "Not measured yet" in hooks.snippet("INLP", tmp_path)
     assert "test no claim about INLP" in hooks.snippet("INLP", tmp_path)
     overview = hooks.overview(tmp_path)
