@@ -58,6 +58,18 @@ def test_training_equals_a_literal_loop_and_leaves_the_global_random_state_alone
         te.EmbedSpec(epochs=0)
 
 
+def test_a_misspelt_encoder_argument_fails_when_the_datamodule_is_built(tmp_path):
+    from faircl.data.text.hate_speech import HateSpeech
+
+    with pytest.raises(ValueError, match=r"embed_kwargs: unknown TokenEncoder argument\(s\) \['hiden_dim'\].*hidden_dim"):
+        te.EmbedSpec(encoder_kwargs={"embed_dim": 8, "hiden_dim": 6})
+    # the datamodule says so at construction, before any data is read (the folder does not exist)
+    with pytest.raises(ValueError, match="hiden_dim"):
+        HateSpeech(str(tmp_path / "absent"), features="trained", embed_kwargs={"hiden_dim": 6})
+    assert HateSpeech(str(tmp_path / "absent"), features="trained",
+                      embed_kwargs={"embed_dim": 8, "pooling": "mean"}).embed.encoder_kwargs["pooling"] == "mean"
+
+
 def test_features_are_cached_by_data_and_recipe(tmp_path, monkeypatch, capsys):
     ids, y = planted(40, 1)
     val, _ = planted(12, 2)

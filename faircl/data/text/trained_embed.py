@@ -12,6 +12,7 @@ given.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import time
@@ -47,6 +48,12 @@ class EmbedSpec:
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.batch_size < 1 or not self.lr > 0:
             raise ValueError(f"EmbedSpec needs epochs >= 1, batch_size >= 1 and lr > 0, got {self}")
+        # a misspelt encoder argument fails here, when the datamodule is built, not minutes later in setup()
+        known = [n for n in inspect.signature(TokenEncoder.__init__).parameters if n not in ("self", "input_dim")]
+        unknown = sorted(set(self.encoder_kwargs) - set(known))
+        if unknown:
+            raise ValueError(f"embed_kwargs: unknown TokenEncoder argument(s) {unknown}; expected some of {known} "
+                             "(input_dim is the vocabulary size, set by the data)")
 
 
 def train_embed(ids: torch.Tensor, y: torch.Tensor, num_classes: int, vocab_size: int, spec: EmbedSpec
