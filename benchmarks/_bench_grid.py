@@ -109,11 +109,16 @@ def fmt(row: dict[str, str]) -> str:
     return f"{e:+.1f} [{lo:+.1f}, {hi:+.1f}]"
 
 
-def script_rows(path: Path) -> list[dict[str, str]]:
-    """The first family's summary rows of a script-based results file: ``{claim, protocol, effect, verdict}``."""
-    first = path.read_text().split("## The same claims at the epoch of lowest validation DTO")[0]
+def script_rows(path: Path, family: int = 1) -> list[dict[str, str]]:
+    """The summary rows of a script-based results file's first family (``family=2``: its second, the table under
+    "The same claims at the epoch of lowest validation DTO"): ``{claim, protocol, effect, verdict}``."""
+    parts = path.read_text().split("## The same claims at the epoch of lowest validation DTO")
+    if family == 1:
+        text = parts[0]
+    else:
+        text = parts[1].split("\n## ")[0] if len(parts) > 1 else ""
     rows = []
-    for line in first.splitlines():
+    for line in text.splitlines():
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]  # not at an escaped \|
         if len(cells) < 10 or cells[0] in ("claim", "---"):
             continue

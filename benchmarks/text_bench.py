@@ -7,12 +7,15 @@ Parts: ``shen`` (SynthBios two-class on frozen MiniLM, batch 256, Shen's rule, w
 ``b1024`` (the same at fairlib's batch of 1,024 for ConFair, CE alike), ``chi`` (Chi's rule, equalized-odds gap),
 ``grid`` (Chi's λ / τ grid of TwoStageCL against λ = 0), ``hate`` (English hate speech, attribute age, on a frozen
 CE-trained bi-GRU Embed, batch 1,024), ``bios`` / ``bios_full`` / ``bios_chi`` (the real Bias in Bios samples, Shen's
-rule at batch 64 / the whole split per step / Chi's rule). A partial run keeps the other invocations' rows of the
-results file as they stand.
+rule at batch 64 / the whole split per step / Chi's rule). Each part but ``shen`` has a ``…_dto`` twin (and
+``shen_dto`` for the methods whose claims the script judged there): the same claims at fairlib's DTO selection, on
+the ``_dto`` protocols (run on request only), which the script's second family judged. A partial run keeps the other
+invocations' rows of the results file as they stand.
 
     .venv/bin/python benchmarks/text_bench.py                   # every invocation (baselines trained once, cached)
     .venv/bin/python benchmarks/text_bench.py --methods Con_*   # a subset of methods (prefix match)
     .venv/bin/python benchmarks/text_bench.py --parts chi,grid  # a subset of parts
+    .venv/bin/python benchmarks/text_bench.py --parts b1024_dto,chi_dto,grid_dto,hate_dto,shen_dto,bios_dto,bios_full_dto,bios_chi_dto
     .venv/bin/python benchmarks/text_bench.py --render           # rewrite the results file from the bench outputs
 
 Writes ``benchmarks/results/text_bench.md``; the runs and each invocation's ``results.md`` / ``results.csv`` /
@@ -55,6 +58,14 @@ PARTS: dict[str, tuple[tuple[str, ...], int, str]] = {
     "bios_full": (("bios_samples_fullbatch",), 60, BIOS_SHEN),
     "bios_chi": (("bios_samples_chi",), 30, "Bias in Bios samples (real, 28 professions), MiniLM; chi selection"),
 }
+# The second family: each part at fairlib's DTO selection (its protocols' `_dto` twins; the script's cells say "dto
+# selection"). Part `shen_dto` holds the Shen-baseline claims the script judged at batch 256 (INLP, Adv).
+PARTS.update({f"{part}_dto": (tuple(f"{p}_dto" for p in protocols if not p.endswith("_permuted")), epochs,
+                              cell.rsplit("; ", 1)[0] + "; dto selection")
+              for part, (protocols, epochs, cell) in list(PARTS.items())})
+#: the parts of the second family each method runs: its first-family parts' twins, but ConFair's and Chi's methods
+#: at batch 256 (part `shen`) had no DTO claim in the script
+DTO_FROM_SHEN = ("Adv", "INLP")
 #: the (λ, τ) settings of Chi's grid whose claims the script's summary carries (its other settings are in its
 #: detail tables: add them here to judge them too)
 GRID = [(1, 0.1), (10, 0.1)]
@@ -114,6 +125,11 @@ What differs between the two columns (so the numbers are not expected to agree r
   the text pipeline's seeded augmenter (as the script's pairs; an earlier version of the pipeline could pair one EDA
   copy with itself and never used the original). The script redrew each copy until all 5 texts were distinct; the
   pipeline's seeded copies may repeat the original text.
+- **DTO (the `_dto` protocols).** The script picked two epochs from each run (its paper's rule and fairlib's DTO,
+  the distance of (validation accuracy, 1 − TPR GAP) to (1, 1)) and judged the second family on the DTO epochs. In
+  the bench the selection rule is part of a protocol's key, so each `_dto` protocol trains its own runs (the same
+  seeds, design and budget) and its own baselines; they run only when named (`on_request`), so that `faircl bench
+  text` alone runs each paper's rule.
 - **Seeds.** The bench's SynthBios protocols run 8 seeds and its Bias in Bios protocols 10; the script ran 8 / 10.
 - **Holm.** Each bench invocation is its own family (its method's claims on one part's protocols); the script ran
   one family over every claim of its file.
@@ -124,14 +140,20 @@ What differs between the two columns (so the numbers are not expected to agree r
 """
 
 
+def method_parts(label: str) -> list[str]:
+    """The parts a method runs: its first-family parts, then their DTO twins."""
+    first = list(METHODS[label][3])
+    return first + [f"{p}_dto" for p in first if p != "shen" or label in DTO_FROM_SHEN]
+
+
 def invocations(names: list[str], parts: list[str]) -> dict[str, tuple[str, str, list[str], dict, str]]:
     """Invocation name → (label, class, protocols, arguments, part) of every chosen method and part; a method's
     part ``shen`` keeps the method's label as its name (its runs' folder)."""
     out = {}
-    for label, (cls, args, _, its_parts) in METHODS.items():
+    for label, (cls, args, _, _) in METHODS.items():
         if names and not any(label == n or label.startswith(n) for n in names):
             continue
-        for part in its_parts:
+        for part in method_parts(label):
             if parts and part not in parts:
                 continue
             protocols, epochs, _ = PARTS[part]
@@ -141,14 +163,18 @@ def invocations(names: list[str], parts: list[str]) -> dict[str, tuple[str, str,
 
 
 def before_rows() -> list[dict[str, str]]:
-    """text_fairness.md's first-family rows (each with its claim, protocol cell, effect and verdict)."""
-    return script_rows(BEFORE)
+    """text_fairness.md's summary rows of both families (each with its claim, protocol cell, effect and verdict; a
+    second-family cell ends in "dto selection")."""
+    return script_rows(BEFORE) + script_rows(BEFORE, family=2)
 
 
-def _matches(row: dict[str, str], prefix: str, cell: str, leak: bool) -> bool:
+def _matches(row: dict[str, str], prefix: str, cell: str, gap: str) -> bool:
+    """Whether a script row is the claim of a bench row on ``gap`` (``tpr_gap_rms`` ↔ GAP, ``eo_gap`` ↔ the EO gap,
+    ``leakage_h`` ↔ Leak@h): the same method, protocol cell and measure (a DTO cell holds Shen's and Chi's claims)."""
     claim = row["claim"]
     start = claim.startswith(prefix + " lowers") or (prefix.startswith("(") and prefix + " lowers" in claim)
-    return start and row["protocol"] == cell and ("Leak@h" in claim) == leak
+    measure = "Leak@h" if gap.startswith("leakage") else "the EO gap" if gap == "eo_gap" else "GAP"
+    return start and row["protocol"] == cell and claim.split(" lowers ", 1)[1].startswith(measure)
 
 
 def _test_preds(run_json: Path) -> np.ndarray:
@@ -198,12 +224,13 @@ def render(work: Path, out: Path, walls: dict[str, float], note: str = "") -> No
              "equalized-odds gap), `…_chi_lambda0` (TwoStageCL's λ / τ grid against λ = 0), `hate_speech_embed` "
              "(English hate speech, age, controlled stereotype: a 2 × 300 tanh MLP on a frozen CE-trained bi-GRU "
              "Embed, batch 1,024, 24 epochs, Shen's rule, 5 seeds) and `bios_samples` "
-             "(the real Bias in Bios samples, batch 64, 30 epochs, 10 seeds) with `…_fullbatch` and `…_chi`; every "
-             "baseline trained once, cached and shared. Before: `benchmarks/results/text_fairness.md` (its first "
-             "family). Values ×100; Δ = method − baseline paired by seed; [95% CI].", ""]
+             "(the real Bias in Bios samples, batch 64, 30 epochs, 10 seeds) with `…_fullbatch` and `…_chi`, and "
+             "each one's `…_dto` twin (fairlib's DTO selection, run on request); every baseline trained once, "
+             "cached and shared. Before: `benchmarks/results/text_fairness.md` (its first family; its second for "
+             "the `_dto` protocols). Values ×100; Δ = method − baseline paired by seed; [95% CI].", ""]
     lines += ["| claim | protocol | before: Δ (script) | before: verdict | after: Δ (bench) | after: verdict | "
               "control (after) | bench wall time |", "|---|---|---|---|---|---|---|---|"]
-    total, carried = 0.0, []
+    total, carried, ran = 0.0, [], []
     previous = out.read_text().splitlines() if out.is_file() else []
     for key, (label, _, protocols, _, part) in invocations([], []).items():
         folder = work / slug(key)
@@ -217,13 +244,13 @@ def render(work: Path, out: Path, walls: dict[str, float], note: str = "") -> No
             continue
         wall = bench_wall(folder, walls.get(key, 0.0))
         total += wall
+        ran.append(key)
         prefix, cell = METHODS[label][2], PARTS[part][2]
         ctrl = {r["gap"]: r["verdict"] for r in got if r["protocol"].endswith("_permuted")}
         for r in got:
             if r["protocol"].endswith("_permuted"):
                 continue
-            leak = r["gap"].startswith("leakage")
-            match = [o for o in before if _matches(o, prefix, cell, leak)]
+            match = [o for o in before if _matches(o, prefix, cell, r["gap"])]
             b_eff, b_ver = (match[0]["effect"], match[0]["verdict"]) if match else ("—", "not in the script")
             lines.append(f"| {label} lowers {r['gap']} vs {r.get('baseline') or 'CE'} | {r['protocol']} | {b_eff} | "
                          f"{b_ver} | {fmt(r)} | **{r['verdict']}** | {ctrl.get(r['gap'], '—')} "
@@ -232,7 +259,7 @@ def render(work: Path, out: Path, walls: dict[str, float], note: str = "") -> No
               "`bench.json`: a run it reused, from the baseline cache or from an earlier invocation of the same "
               "command, counts 0 there; the first invocation on a protocol trained and cached its baselines)."
               + (f" {note}" if note else "")
-              + _carried_note(carried, [k for k in invocations([], []) if k not in carried]), "",
+              + _carried_note(carried, ran), "",
               *(agreement(work) or _previous_agreement(previous)), DIFFERENCES]
     out.write_text("\n".join(lines) + "\n")
 
@@ -241,8 +268,12 @@ def _carried_note(carried: list[str], ran: list[str]) -> str:
     """Which rows come from the previous regeneration (named by the shorter list)."""
     if not carried:
         return ""
+    if not ran:
+        return " Every row is from the previous regeneration (nothing was run again this time)."
     if len(ran) < len(carried):
-        return (f" Every row but those of {', '.join(ran) or 'no invocation'} is from the previous regeneration "
+        parts = sorted({k.rsplit(" · ", 1)[1] if " · " in k else "shen" for k in ran})
+        named = ", ".join(ran) if len(ran) <= 4 else f"the {len(ran)} invocations of part(s) {', '.join(parts)}"
+        return (f" Every row but those of {named or 'no invocation'} is from the previous regeneration "
                 "(not run again this time).")
     return f" Rows of {', '.join(carried)} are those of the previous regeneration (not run again this time)."
 

@@ -90,7 +90,8 @@ def _list() -> int:
             need = p.missing_data()
             claims = "; ".join(f"lowers {c.gap} vs {c.baseline}" + (" and leakage" if c.leakage else "")
                                for c in p.claims)
-            print(f"  {p.name} (v{p.version}, {p.input_kind}{', control' if p.control else ''}): {p.title}")
+            print(f"  {p.name} (v{p.version}, {p.input_kind}{', control' if p.control else ''}"
+                  f"{', on request: --protocol ' + p.name if p.on_request else ''}): {p.title}")
             print(f"      {p.seeds} seeds, {p.trainer.get('max_epochs', '?')} epochs, "
                   f"selection {describe(p.selection, p.trainer)}; "
                   f"claims: {claims}"
@@ -135,6 +136,11 @@ def bench(argv: list[str]) -> int:
         protocols = [p for p in protocols if p.name in opts.protocol]
     out, cache = Path(opts.out), Path(opts.cache) if opts.cache else default_cache()
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
+    left_out = [p.name for p in protocols if p.on_request and not opts.protocol]
+    if left_out:
+        protocols = [p for p in protocols if p.name not in left_out]
+        say(f"faircl bench: {len(left_out)} protocol(s) of {opts.suite} run only when named with --protocol, left "
+            f"out: {', '.join(left_out)}")
     skipped, runnable = [], []
     for p in protocols:
         why = p.skip_reason(cls)
@@ -167,7 +173,8 @@ def bench(argv: list[str]) -> int:
               "",
               f"Protocols: {', '.join(f'{p.name} v{p.version}' for p in runnable)}. Runs: {len(every)}, of which "
               f"{n_base} baseline runs ({reused} reused from the cache {cache}, {n_base - reused} trained now); "
-              f"wall time of this invocation's runs {train_s:.0f} s on {platform.node() or 'this machine'}."]
+              f"wall time of this invocation's runs {train_s:.0f} s on {platform.node() or 'this machine'}."
+              + (f" Left out (on request only: `--protocol NAME`): {', '.join(left_out)}." if left_out else "")]
     md, csv_path, png = write_results(out, rows, skipped, header, failures, undecided)
     (out / "bench.json").write_text(json.dumps({
         "suite": opts.suite, "quick": opts.quick, "method": {"label": method.label, "class_path": class_path,

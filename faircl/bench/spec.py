@@ -27,6 +27,9 @@ main protocol with ``data.init_args.permute_attribute: true`` and ``control: tru
 names the data set folder under ``$FAIRCL_DATA``; without it the protocol is skipped with that reason.
 ``applies_to: [<class name>, ...]`` keeps a protocol to those methods and their subclasses (a grid of one method's
 own settings against one of them, e.g. TwoStageCL against λ = 0); any other method is skipped with that reason.
+``on_request: true`` makes a protocol run only where ``--protocol`` names it (a second selection rule over the same
+runs' design, e.g. the ``_dto`` variants): a suite's plain invocation leaves it out and says how many it left out.
+It is not inherited: a file that ``extends`` such a protocol is on request only if it says so.
 A protocol of the ``embeddings`` suite trains an encoder on counterfactual tuples, has an ``evaluate`` block (subset
 sizes of the embedding bias sets, :data:`EVALUATE_DEFAULTS`) and claims that name an item-level ``score``
 (:data:`ITEM_SCORES`) instead of a ``gap``: :mod:`faircl.bench.embeddings`.
@@ -60,7 +63,8 @@ __all__ = ["Claim", "Protocol", "SUITES", "deep_merge", "load_suite", "suite_nam
 #: the shipped suites, in ``faircl bench --list`` order
 SUITES = ("text", "vision", "embeddings")
 _KEYS = {"name", "version", "title", "paper", "input_kind", "views", "data", "model", "trainer", "selection", "seeds",
-         "baselines", "claims", "quick", "extends", "requires_data", "control", "notes", "applies_to", "evaluate"}
+         "baselines", "claims", "quick", "extends", "requires_data", "control", "notes", "applies_to", "evaluate",
+         "on_request"}
 #: keys an ``extends`` file replaces whole instead of merging into its parent's
 _REPLACED = ("selection", "baselines")
 _CLAIM_KEYS = {"gap", "score", "statistic", "baseline", "paper_effect", "utility", "leakage", "leakage_paper_effect",
@@ -124,6 +128,7 @@ class Protocol:
     notes: str = ""
     applies_to: tuple[str, ...] = ()
     evaluate: dict[str, Any] = field(default_factory=dict)
+    on_request: bool = False
     quick: bool = False
     source: str = ""
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -193,7 +198,8 @@ def _resolve(name: str, files: dict[str, Path], seen: tuple[str, ...] = ()) -> d
     if parent not in files:
         raise CLIError(f"bench: {files[name]}: extends {parent!r}, which is not a protocol of the suite "
                        f"({', '.join(sorted(files))})")
-    base = {k: v for k, v in _resolve(parent, files, (*seen, name)).items() if k not in ("control", "notes", "name")}
+    base = {k: v for k, v in _resolve(parent, files, (*seen, name)).items()
+            if k not in ("control", "notes", "name", "on_request")}
     merged = deep_merge(base, {k: v for k, v in data.items() if k != "extends"})
     for key in _REPLACED:  # a rule or a set of baselines is given whole: merging two would mix them
         if key in data:
@@ -240,6 +246,13 @@ def _names(path: Path, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _flag(path: Path, raw: dict[str, Any], key: str) -> bool:
+    value = raw.get(key, False)
+    if not isinstance(value, bool):
+        raise CLIError(f"bench: {path}: {key!r} must be true or false, got {value!r}")
+    return value
+
+
 def _evaluate(path: Path, raw: dict[str, Any]) -> dict[str, Any]:
     block = raw.get("evaluate")
     scores = [c.get("score") for c in raw.get("claims") or [] if isinstance(c, dict) and c.get("score")]
@@ -278,7 +291,7 @@ def _protocol(name: str, suite: str, files: dict[str, Path], quick: bool) -> Pro
         paper=str(raw.get("paper", "")), views=bool(raw.get("views", False)), requires_data=raw.get("requires_data"),
         control=bool(raw.get("control", False)), notes=str(raw.get("notes", "")).strip(),
         applies_to=_names(path, raw.get("applies_to")), evaluate=_evaluate(path, raw),
-        quick=quick,
+        on_request=_flag(path, raw, "on_request"), quick=quick,
         source=str(path), raw=raw)
 
 

@@ -206,3 +206,61 @@ def test_the_permuted_control_keeps_group_sizes_and_cuts_the_tie_to_the_label():
         assert torch.equal(plain[name].y, perm[name].y) and torch.equal(plain[name].x, perm[name].x)
     agree = float(np.mean(perm["train"].a.numpy() == perm["train"].y.numpy()))
     assert abs(agree - 0.5) < 0.05 < abs(float(np.mean(plain["train"].a.numpy() == plain["train"].y.numpy())) - 0.5)
+
+
+def test_a_protocol_on_request_runs_only_when_named(tmp_path, monkeypatch, capsys):
+    """``on_request: true``: loaded and listed like any protocol, left out of a plain invocation (which says so), run
+    when ``--protocol`` names it; not inherited through ``extends``; anything but a boolean is refused."""
+    import faircl.bench.command as command
+
+    (tmp_path / "suite").mkdir()
+    suite = _suite(tmp_path / "suite", base=BASE, base_dto="""\
+        name: base_dto
+        extends: base
+        version: 1
+        on_request: true
+        selection: {monitor: val/dto, mode: min}
+        """, child="""\
+        name: child
+        extends: base_dto
+        version: 1
+        """)
+    got = {p.name: p for p in load_suite(suite)}
+    assert got["base_dto"].on_request and not got["base"].on_request and not got["child"].on_request
+    assert got["base_dto"].selection == {"monitor": "val/dto", "mode": "min"}
+    assert got["base_dto"].claims == got["base"].claims and got["base_dto"].key() != got["base"].key()
+
+    planned: list[list[str]] = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_run(tasks, **kwargs):  # what would run, without training anything
+        planned.append(sorted({t.protocol.name for t in tasks}))
+        raise Stop
+
+    monkeypatch.setattr(command, "run_tasks", fake_run)
+    for extra in ([], ["--protocol", "base_dto"]):
+        with pytest.raises(Stop):
+            command.bench([suite, "--method", "CE", "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "c"),
+                           *extra])
+    assert planned == [["base", "child"], ["base_dto"]]
+    assert "run only when named with --protocol, left out: base_dto" in capsys.readouterr().err
+
+    (tmp_path / "suite" / "base_dto.yaml").write_text(
+        (tmp_path / "suite" / "base_dto.yaml").read_text().replace("on_request: true", "on_request: sometimes"))
+    with pytest.raises(CLIError, match=r"base_dto.yaml: 'on_request' must be true or false"):
+        load_suite(suite)
+
+
+def test_the_shipped_dto_protocols_are_their_parents_at_dto_selection():
+    protocols = {p.name: p for p in load_suite("text")}
+    dto = [p for p in protocols.values() if p.name.endswith("_dto")]
+    assert len(dto) == 8 and all(p.on_request for p in dto)
+    assert not any(p.on_request for p in protocols.values() if not p.name.endswith("_dto"))
+    for p in dto:
+        parent = protocols[p.name.removesuffix("_dto")]
+        assert p.selection == {"monitor": "val/dto", "mode": "min"} != parent.selection
+        assert (p.data, p.model, p.trainer, p.seeds, p.claims, p.baselines, p.applies_to) == (
+            parent.data, parent.model, parent.trainer, parent.seeds, parent.claims, parent.baselines,
+            parent.applies_to)
