@@ -132,6 +132,76 @@ def per_seed(work: Path) -> list[str]:
     return lines
 
 
+def beta_rows(work: Path) -> dict[float, dict[str, dict[str, str]]]:
+    """β → {score → its bench row} of every CCD invocation that has run (β from its label ``CCD β=<β>``)."""
+    out = {}
+    for label, (cls, args) in METHODS.items():
+        rows = bench_rows(work / slug(label)) if cls == "CCD" else []
+        if rows:
+            out[float(args["beta"])] = {r["gap"]: r for r in rows}
+    return dict(sorted(out.items()))
+
+
+def plot_beta(work: Path, png: Path) -> bool:
+    """The β ablation as a picture: each score's Δ against the untouched encoder (×100, 95% interval) over β, and
+    the utility change; ``False`` (nothing written) with fewer than two values of β."""
+    found = beta_rows(work)
+    if len(found) < 2:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    betas = list(found)
+    scores = [g for g in SCRIPT_CLAIM if all(g in found[b] for b in betas)]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for i, g in enumerate(scores):
+        mid = [100 * float(found[b][g]["effect"]) for b in betas]
+        lo = [m - 100 * float(found[b][g]["effect_lo"]) for m, b in zip(mid, betas)]
+        hi = [100 * float(found[b][g]["effect_hi"]) - m for m, b in zip(mid, betas)]
+        x = [b + 0.02 * (i - len(scores) / 2) for b in betas]  # side by side, not on top of each other
+        axes[0].errorbar(x, mid, yerr=[lo, hi], marker="o", capsize=3, label=g)
+    axes[0].axhline(0, color="grey", lw=0.8)
+    axes[0].set(xlabel="β (weight of L_rep)", ylabel="Δ vs the untouched encoder (×100)",
+                title="Bias scores (lower: less bias)", xticks=betas)
+    axes[0].legend(fontsize=7, ncol=2)
+    first = scores[0] if scores else next(iter(found[betas[0]]))
+    u = [100 * float(found[b][first]["utility_change"]) for b in betas]
+    ulo = [m - 100 * float(found[b][first]["utility_lo"]) for m, b in zip(u, betas)]
+    uhi = [100 * float(found[b][first]["utility_hi"]) - m for m, b in zip(u, betas)]
+    axes[1].errorbar(betas, u, yerr=[ulo, uhi], marker="o", capsize=3, color="black")
+    axes[1].axhline(0, color="grey", lw=0.8)
+    axes[1].axhline(-2, color="red", lw=0.8, ls="--", label="−2 points: the utility limit of holds")
+    axes[1].set(xlabel="β (weight of L_rep)", ylabel="Δ profession-probe accuracy (points)",
+                title="Utility", xticks=betas)
+    axes[1].legend(fontsize=7)
+    fig.suptitle("CCD on cda_minilm: the β ablation through faircl bench (3 seeds, Δ paired by seed, 95% CI)",
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def beta_table(work: Path) -> list[str]:
+    """One row per β: each score's Δ and verdict (the ablation side by side)."""
+    found = beta_rows(work)
+    if len(found) < 2:
+        return []
+    scores = list(SCRIPT_CLAIM)
+    lines = ["", "**The β ablation** (the paper's Table 7 values; β weighs the representation term L_rep; each β its "
+             "own invocation and Holm family, against the same cached baseline runs). Δ ×100 [95% CI], verdict:", "",
+             "| β | " + " | ".join(scores) + " | Δ utility |", "|---|" + "---|" * (len(scores) + 1)]
+    for b, rows in found.items():
+        cells = [f"{fmt(rows[g])} {rows[g]['verdict']}" if g in rows else "—" for g in scores]
+        r = next(iter(rows.values()))
+        du = f"{100 * float(r['utility_change']):+.1f} [{100 * float(r['utility_lo']):+.1f}, " \
+             f"{100 * float(r['utility_hi']):+.1f}]"
+        lines.append(f"| {b:g} | " + " | ".join(cells) + f" | {du} |")
+    return lines
+
+
 def render(work: Path, out: Path, note: str = "") -> None:
     before = before_rows()
     lines = ["# The embedding benchmark through `faircl bench`", "",
@@ -168,6 +238,10 @@ def render(work: Path, out: Path, note: str = "") -> None:
     for label in METHODS:
         for r in bench_rows(work / slug(label)):
             lines.append(f"- {label} · {r['gap']}: {r['verdict']}: {r['reason']}")
+    lines += beta_table(work)
+    png = out.with_name("embedding_beta.png")
+    if plot_beta(work, png):
+        lines += ["", f"![The β ablation: each score's change and the utility change over β]({png.name})"]
     lines += per_seed(work)
     same = agreement(work)
     if same:

@@ -1,0 +1,62 @@
+"""benchmarks/embedding_bench.py: only CCD β = 1 is paired with the script's rows, the β ablation gets its table and
+its picture once two values of β have run, and ``--methods`` names select exactly (β = 1 is not β = 1.5)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import embedding_bench  # noqa: E402
+
+COLUMNS = ["protocol", "gap", "baseline", "verdict", "baseline_gap", "method_gap", "effect", "effect_lo", "effect_hi",
+           "utility_change", "utility_lo", "utility_hi", "reason"]
+
+
+def _invocation(folder: Path, effect: float, verdict: str, utility: float) -> None:
+    folder.mkdir(parents=True)
+    with open(folder / "results.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, COLUMNS)
+        w.writeheader()
+        for gap in embedding_bench.SCRIPT_CLAIM:
+            w.writerow({"protocol": "cda_minilm", "gap": gap, "baseline": "original", "verdict": verdict,
+                        "baseline_gap": 0.078, "method_gap": 0.078 + effect, "effect": effect,
+                        "effect_lo": effect - 0.01, "effect_hi": effect + 0.01, "utility_change": utility,
+                        "utility_lo": utility - 0.01, "utility_hi": utility + 0.01, "reason": "planted"})
+    (folder / "bench.json").write_text(json.dumps({"wall_s": 60.0}))
+
+
+def test_beta_ablation_rows_table_and_picture(tmp_path):
+    work, out = tmp_path / "work", tmp_path / "results" / "embedding_bench.md"
+    out.parent.mkdir()
+    _invocation(work / embedding_bench.slug("CCD β=1"), -0.05, "holds", 0.01)
+    embedding_bench.render(work, out)
+    assert not (out.parent / "embedding_beta.png").exists()  # one β: no ablation to draw
+    assert "**The β ablation** (" not in out.read_text()
+
+    _invocation(work / embedding_bench.slug("CCD β=0"), -0.07, "does not hold", -0.04)
+    embedding_bench.render(work, out)
+    text = out.read_text()
+    one = next(ln for ln in text.splitlines() if ln.startswith("| CCD β=1 lowers cced_heldout"))
+    zero = next(ln for ln in text.splitlines() if ln.startswith("| CCD β=0 lowers cced_heldout"))
+    assert "| -5.9 [-6.4, -5.4] | holds |" in one  # the script's β = 1 row
+    assert "| — | — |" in zero and "**does not hold**" in zero  # the script never ran β = 0
+    table = [ln for ln in text.splitlines() if ln.startswith(("| 0 |", "| 1 |"))]
+    assert len(table) == 2 and "-7.0 [-8.0, -6.0] does not hold" in table[0] and "-4.0 [-5.0, -3.0]" in table[0]
+    assert (out.parent / "embedding_beta.png").stat().st_size > 10_000 and "(embedding_beta.png)" in text
+
+
+def test_method_names_select_exactly(monkeypatch, tmp_path):
+    ran: list[str] = []
+    monkeypatch.setattr(embedding_bench, "run_all", lambda commands: ran.extend(commands) or {})
+    monkeypatch.setattr(embedding_bench, "render", lambda *a, **k: None)
+    for names, expected in (("CCD β=1", ["CCD β=1"]), ("CCD", ["CCD β=1", "CCD β=0", "CCD β=0.5", "CCD β=1.5"]),
+                            ("untouched", ["untouched (null)"])):
+        ran.clear()
+        monkeypatch.setattr(sys, "argv", ["embedding_bench.py", "--methods", names, "--work", str(tmp_path)])
+        embedding_bench.main()
+        assert ran == expected, names
