@@ -54,7 +54,7 @@ def test_method_names_select_exactly(monkeypatch, tmp_path):
     ran: list[str] = []
     monkeypatch.setattr(embedding_bench, "run_all", lambda commands: ran.extend(commands) or {})
     monkeypatch.setattr(embedding_bench, "render", lambda *a, **k: None)
-    for names, expected in (("CCD β=1", ["CCD β=1"]), ("CCD", ["CCD β=1", "CCD β=0", "CCD β=0.5", "CCD β=1.5"]),
+    for names, expected in (("CCD β=1", ["CCD β=1"]), ("CCD", ["CCD β=1", "CCD β=0", "CCD β=0.5", "CCD β=1.5", "CCD β=1 ρ=variance"]),
                             ("untouched", ["untouched (null)"])):
         ran.clear()
         monkeypatch.setattr(sys, "argv", ["embedding_bench.py", "--methods", names, "--work", str(tmp_path)])
