@@ -1,7 +1,7 @@
 """The text benchmark (what the removed ``text_fairness.py`` ran, parts a to e) as ``faircl bench`` invocations: every
 method of that script's grid on the ``text`` suite's protocols, one invocation per method and part, then one file
-that puts each claim's verdict through the bench next to the script's verdict for the same claim (its first family:
-each paper's own selection).
+that puts each claim's verdict through the bench next to the script's verdict for the same claim (its first family,
+each paper's own selection; its second, fairlib's DTO, for the ``_dto`` parts).
 
 Parts: ``shen`` (SynthBios two-class on frozen MiniLM, batch 256, Shen's rule, with the attribute-permuted control),
 ``b1024`` (the same at fairlib's batch of 1,024 for ConFair, CE alike), ``chi`` (Chi's rule, equalized-odds gap),
