@@ -171,11 +171,9 @@ def render(raw: dict, out: Path) -> None:
         lines.append(f"| {name} | {res['fmt']['fresh processes']} | {res['fmt']['pool (forked)']} | "
                      f"{res['fmt']['in-process (floor)']} | {100 * over_f:+.0f}% | {100 * over_p:+.0f}% "
                      f"[{100 * lo_p:+.0f}, {100 * hi_p:+.0f}] | {met} |")
-        notes.append(res["busy"])
-    # one line for the quiet protocols (the highest load seen), every other note as it is
-    quiet = sorted(n for n in notes if n.startswith("The machine was quiet"))
+        notes.append((name, res["busy"]))
     lines += ["", "Times: median [min–max] over rounds of fit + test wall seconds; overheads: median [min, max] of "
-              "the per-round ratios.", "", *sorted(set(n for n in notes if n and n not in quiet)), *quiet[-1:]]
+              "the per-round ratios.", "", *load_notes(notes)]
     if raw.get("empty_child_s"):
         empty = raw["empty_child_s"]
         lines += ["", "A forked child that runs nothing (`time.sleep(0)`) takes "
@@ -184,6 +182,17 @@ def render(raw: dict, out: Path) -> None:
                   "the warmed server, the child's start and its exit. That much of each pool overhead above is the "
                   "fork itself; the rest is spent inside the run."]
     out.write_text("\n".join(lines) + "\n")
+
+
+def load_notes(notes: list[tuple[str, str]]) -> list[str]:
+    """The machine's load per protocol: each busy protocol's note names it; the quiet ones share one line (the
+    highest load seen), which says "every figure" only when no protocol was busy."""
+    busy = [f"{name}: {note}" for name, note in notes if note and not note.startswith("The machine was quiet")]
+    quiet = sorted((n for _, n in notes if n.startswith("The machine was quiet")),
+                   key=lambda n: float(n.rstrip(".").rsplit(" ", 1)[1]))
+    if quiet and busy:
+        quiet = [quiet[-1].replace("for every figure", "for every figure of the other protocols")]
+    return [*busy, *quiet[-1:]]
 
 
 def run(rounds: int) -> dict:
