@@ -171,7 +171,7 @@ def render(raw: dict, out: Path) -> None:
         lines.append(f"| {name} | {res['fmt']['fresh processes']} | {res['fmt']['pool (forked)']} | "
                      f"{res['fmt']['in-process (floor)']} | {100 * over_f:+.0f}% | {100 * over_p:+.0f}% "
                      f"[{100 * lo_p:+.0f}, {100 * hi_p:+.0f}] | {met} |")
-        notes.append((name, res["busy"]))
+        notes.append((name, res["busy"], max(x["load_max"] for x in t.values())))
     lines += ["", "Times: median [min–max] over rounds of fit + test wall seconds; overheads: median [min, max] of "
               "the per-round ratios.", "", *load_notes(notes)]
     if raw.get("empty_child_s"):
@@ -184,15 +184,16 @@ def render(raw: dict, out: Path) -> None:
     out.write_text("\n".join(lines) + "\n")
 
 
-def load_notes(notes: list[tuple[str, str]]) -> list[str]:
-    """The machine's load per protocol: each busy protocol's note names it; the quiet ones share one line (the
-    highest load seen), which says "every figure" only when no protocol was busy."""
-    busy = [f"{name}: {note}" for name, note in notes if note and not note.startswith("The machine was quiet")]
-    quiet = sorted((n for _, n in notes if n.startswith("The machine was quiet")),
-                   key=lambda n: float(n.rstrip(".").rsplit(" ", 1)[1]))
-    if quiet and busy:
-        quiet = [quiet[-1].replace("for every figure", "for every figure of the other protocols")]
-    return [*busy, *quiet[-1:]]
+def load_notes(notes: list[tuple[str, str, float]]) -> list[str]:
+    """The machine's load per protocol from ``(protocol, its busy note, its highest load)``: each busy protocol's
+    note names it; the quiet ones share the note of the highest load, which says "every figure" only when no
+    protocol was busy."""
+    busy = [f"{name}: {note}" for name, note, _ in notes if note and not note.startswith("The machine was quiet")]
+    quiet = [(load, note) for _, note, load in notes if note.startswith("The machine was quiet")]
+    if not quiet:
+        return busy
+    top = max(quiet)[1]
+    return [*busy, top.replace("for every figure", "for every figure of the other protocols") if busy else top]
 
 
 def run(rounds: int) -> dict:
