@@ -4,9 +4,10 @@ a worker that imported torch, Lightning and faircl once (:class:`faircl.cli.work
 Three contenders per round (the timing harness rotates their order, :mod:`_timing`):
 
 - **fresh**: ``faircl fit …`` then ``faircl test …`` as new processes (what a sweep trial paid before);
-- **pool**: the same two commands in one child of the pre-imported fork server (warmed up by one tiny fit + test,
-  :mod:`faircl.cli.warm`), as ``faircl sweep`` runs a trial's seed and ``faircl bench`` a run
-  (:func:`faircl.cli.command.main_sequence`);
+- **pool**: the same two commands in one child of the pre-imported fork server, as ``faircl sweep`` runs a trial's
+  seed and ``faircl bench`` a run (:func:`faircl.cli.command.main_sequence`); the server warmed up as the product
+  warms it (:mod:`faircl.cli.warm`): with a tiny run of the sweep's config, or of the bench's frequent kinds of run
+  (:func:`faircl.bench.runner.warm_runs`);
 - **in-process**: the same two commands called in this process (``faircl.cli.main``), after a warm-up: no start-up
   at all, the floor.
 
@@ -17,6 +18,10 @@ the pool, and in this process.
 The per-run overhead of a contender is its time minus the in-process time of the same round; it is reported as a
 fraction of the in-process time (the run's own work: data, model, training, test). Target (the bench issue): the
 pool's overhead ≤ 10% of the run on the quick protocols. ``--render`` re-renders from the saved JSON.
+
+Each protocol is measured in a process of its own (the fork server is one per process, warmed for that protocol);
+that process is started with ``python -c``, as the ``faircl`` command's children see a main module with nothing to
+re-run.
 
     python benchmarks/startup.py --rounds 5 --out benchmarks/results/startup.md
 """
@@ -42,7 +47,7 @@ from _timing import busy_note, fmt_s, machine, machine_line, measure  # noqa: E4
 
 from faircl.cli import main  # noqa: E402
 from faircl.cli.command import main_sequence  # noqa: E402
-from faircl.bench.runner import BENCH_PRELOAD  # noqa: E402
+from faircl.bench.runner import BENCH_PRELOAD, warm_runs  # noqa: E402
 from faircl.cli.workers import RunPool  # noqa: E402
 
 PROTOCOLS = {  # name: fit arguments (test adds --ckpt_path best); 1 epoch: the short runs of a sweep or a suite
@@ -63,18 +68,24 @@ def bench_protocols() -> dict[str, object]:
             for suite, name in BENCH}
 
 
+def bench_task(protocol, folder: Path):
+    """The bench's run of CE on ``protocol``, seed 0, in ``folder``."""
+    from faircl.bench.runner import MethodSpec, plan
+    from faircl.methods import CE
+
+    return plan(protocol, MethodSpec("CE", "faircl.methods.CE", {}, CE), [0], folder, folder)[0]
+
+
 def bench_contenders(protocol, work: Path, pool: RunPool) -> dict:
     """A bench run of CE on ``protocol`` (seed 0: fit, the selection rule's pick, test), three ways: as a fresh
     process (``faircl bench --fresh-processes``), forked from the pool (``faircl bench``), and in this process."""
-    from faircl.bench.runner import MethodSpec, plan, run_one
-    from faircl.methods import CE
+    from faircl.bench.runner import run_one
 
     counter = {"n": 0}
 
     def task() -> str:
         counter["n"] += 1
-        folder = work / f"run{counter['n']}"
-        t = plan(protocol, MethodSpec("CE", "faircl.methods.CE", {}, CE), [0], folder, folder)[0]
+        t = bench_task(protocol, work / f"run{counter['n']}")
         t.prepare()
         return str(t.folder)
 
@@ -146,6 +157,17 @@ def contenders(args: list[str], work: Path, pool: RunPool) -> dict:
 
 
 def render(raw: dict, out: Path) -> None:
+    per_protocol = all("warm_up" in res for res in raw["protocols"].values())  # each protocol its own warmed worker
+    if per_protocol:
+        worker = ("Each protocol is measured in a process of its own, whose pool's server imports torch, Lightning "
+                  "and faircl and warms up as the product warms it before its first fork (`faircl.cli.warm`): a "
+                  "tiny fit + test (two batches) of the sweep's config for the `ce`/`confair` rows, of the bench's "
+                  "kind of run (`warm_runs`) for the bench rows. That warm-up is paid once per worker; its time is "
+                  "the last column. The figures before any warm-up: [startup_before.md](startup_before.md).")
+    else:
+        worker = ("The pool's server imports torch, Lightning and faircl and runs one warm-up fit + test before its "
+                  "first fork (`faircl.cli.warm`); the figures before that warm-up: "
+                  "[startup_before.md](startup_before.md).")
     lines = ["# Per-run start-up: fresh processes against a pre-imported worker", "",
              f"`python benchmarks/startup.py --rounds {raw['rounds']}` ({raw['wall_s']:.0f} s). Each contender runs "
              "`faircl fit` then `faircl test` of the same protocol (fresh: two new processes; pool: one forked "
@@ -153,12 +175,11 @@ def render(raw: dict, out: Path) -> None:
              "bench` makes it (`run_one`: fit, the selection rule's pick, test; fresh: one new process, as "
              "`--fresh-processes`). Per round the three run in rotated order. "
              "Overhead = the contender's time − the in-process time of the same round, as a share of the "
-             "in-process time (the run's own work). Target: the pool's overhead ≤ 10%. The pool's server imports "
-             "torch, Lightning and faircl and runs one warm-up fit + test before its first fork (`faircl.cli.warm`); "
-             "the figures before that warm-up: [startup_before.md](startup_before.md).", "",
+             "in-process time (the run's own work). Target: the pool's overhead ≤ 10%. " + worker, "",
              machine_line(raw["machine_start"], raw["machine_end"]), "",
              "| protocol | fresh processes (s) | pool (s) | in-process (s) | fresh overhead | pool overhead | "
-             "target met |", "|---|---|---|---|---|---|---|"]
+             "target met |" + (" worker warm-up, once (s) |" if per_protocol else ""),
+             "|---|---|---|---|---|---|---|" + ("---|" if per_protocol else "")]
     notes = []
     for name, res in raw["protocols"].items():
         t = res["timings"]
@@ -170,7 +191,8 @@ def render(raw: dict, out: Path) -> None:
         met = "yes" if over_p <= 0.10 else "no"
         lines.append(f"| {name} | {res['fmt']['fresh processes']} | {res['fmt']['pool (forked)']} | "
                      f"{res['fmt']['in-process (floor)']} | {100 * over_f:+.0f}% | {100 * over_p:+.0f}% "
-                     f"[{100 * lo_p:+.0f}, {100 * hi_p:+.0f}] | {met} |")
+                     f"[{100 * lo_p:+.0f}, {100 * hi_p:+.0f}] | {met} |" + (f" {warm_cell(res['warm_up'])} |"
+                                                                              if per_protocol else ""))
         notes.append((name, res["busy"], max(x["load_max"] for x in t.values())))
     lines += ["", "Times: median [min–max] over rounds of fit + test wall seconds; overheads: median [min, max] of "
               "the per-round ratios.", "", *load_notes(notes)]
@@ -182,6 +204,12 @@ def render(raw: dict, out: Path) -> None:
                   "the warmed server, the child's start and its exit. That much of each pool overhead above is the "
                   "fork itself; the rest is spent inside the run."]
     out.write_text("\n".join(lines) + "\n")
+
+
+def warm_cell(warmed: list[dict]) -> str:
+    """The worker's warm-up: its seconds, and which of its runs failed (the runs are then merely slower)."""
+    failed = sum(not w["ok"] for w in warmed)
+    return f"{sum(w['seconds'] for w in warmed):.1f}" + (f" ({failed} of {len(warmed)} failed)" if failed else "")
 
 
 def load_notes(notes: list[tuple[str, str, float]]) -> list[str]:
@@ -196,24 +224,60 @@ def load_notes(notes: list[tuple[str, str, float]]) -> list[str]:
     return [*busy, top.replace("for every figure", "for every figure of the other protocols") if busy else top]
 
 
+def one(name: str, rounds: int, out: str) -> None:
+    """Measure protocol ``name`` in this process, its pool's server warmed up as the product warms it (a sweep: its
+    config; a bench: :func:`~faircl.bench.runner.warm_runs` of its runs); the figures as JSON into ``out``."""
+    protocol = {**PROTOCOLS, **bench_protocols()}[name]
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        if isinstance(protocol, list):  # a sweep's seed: the sweep's worker warms up with the sweep's fit arguments
+            pool = RunPool(warm=[protocol])
+            racers = contenders(protocol, work, pool)
+        else:  # a bench run: the bench's worker warms up with its runs' frequent kinds
+            pool = RunPool(BENCH_PRELOAD, warm=warm_runs([bench_task(protocol, work / "planned")], work / "warm"))
+            racers = bench_contenders(protocol, work, pool)
+        warmed = warm_up_record(pool, work / "warmed.json")
+        timings = measure(racers, rounds=rounds, warmup=1)
+        empty = empty_child(pool)
+    res = {"timings": {k: t.as_dict() | {"wall": t.wall} for k, t in timings.items()},
+           "fmt": {k: fmt_s(t) for k, t in timings.items()}, "busy": busy_note(list(timings.values())),
+           "warm_up": warmed, "empty_child_s": empty}
+    Path(out).write_text(json.dumps(res, default=str))
+    print(name, res["fmt"], f"warm-up {sum(w['seconds'] for w in warmed):.1f} s", flush=True)
+
+
+def dump_warmed(path: str) -> int:
+    """(In a forked run) the server's warm-up record (:data:`faircl.cli.warm.WARMED`) as JSON into ``path``."""
+    import faircl.cli.warm as warm
+
+    Path(path).write_text(json.dumps(warm.WARMED))
+    return 0
+
+
+def warm_up_record(pool: RunPool, path: Path) -> list[dict]:
+    """Start ``pool``'s server (its warm-up runs then) and read back what the warm-up ran, for how long."""
+    code = pool.run("startup:dump_warmed", (str(path),))
+    if code:
+        raise SystemExit(f"reading the worker's warm-up record failed (exit {code})")
+    return json.loads(path.read_text())
+
+
 def run(rounds: int) -> dict:
     import time
 
     start, t0 = machine(), time.perf_counter()
-    pool = RunPool(BENCH_PRELOAD)  # as faircl bench's worker
     raw: dict = {"rounds": rounds, "machine_start": start, "protocols": {}}
+    names = [*PROTOCOLS, *bench_protocols()]
     with tempfile.TemporaryDirectory() as tmp:
-        for name, args in {**PROTOCOLS, **bench_protocols()}.items():
-            work = Path(tmp) / name.replace("/", "_").replace(" ", "").replace(",", "_")
-            work.mkdir()
-            racers = contenders(args, work, pool) if isinstance(args, list) else bench_contenders(args, work, pool)
-            timings = measure(racers, rounds=rounds, warmup=1)
-            raw["protocols"][name] = {"timings": {k: t.as_dict() | {"wall": t.wall} for k, t in timings.items()},
-                                      "fmt": {k: fmt_s(t) for k, t in timings.items()},
-                                      "busy": busy_note(list(timings.values()))}
-            print(name, {k: fmt_s(t) for k, t in timings.items()}, flush=True)
-    raw["empty_child_s"] = empty_child(pool)
-    print(f"an empty forked child: {1e3 * statistics.median(raw['empty_child_s']):.1f} ms", flush=True)
+        for i, name in enumerate(names):
+            out = Path(tmp) / f"{i}.json"
+            code = (f"import sys; sys.path.insert(0, {str(HERE)!r}); import startup; "
+                    f"startup.one({name!r}, {rounds}, {str(out)!r})")
+            subprocess.run([sys.executable, "-c", code], check=True)
+            raw["protocols"][name] = json.loads(out.read_text())
+    empty = [x for res in raw["protocols"].values() for x in res["empty_child_s"]]
+    raw["empty_child_s"] = empty
+    print(f"an empty forked child: {1e3 * statistics.median(empty):.1f} ms", flush=True)
     raw["machine_end"], raw["wall_s"] = machine(), time.perf_counter() - t0
     return raw
 

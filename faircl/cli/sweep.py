@@ -248,7 +248,7 @@ class Worker:
         self.params = [Param.from_dict(d) for d in definition["search"]]
         self.failures, self.trials = 0, trials
         self.fresh = needs_fresh_process(definition["fit_args"])  # else each run is forked from self.pool
-        self.pool = RunPool()
+        self.pool = RunPool(warm=[definition["fit_args"]])  # the server warms up with a run of the sweep's config
 
     def objective(self, trial: optuna.Trial) -> float | tuple[float, ...]:
         values = {p.path: p.suggest(trial) for p in self.params}

@@ -1,11 +1,18 @@
-"""A worker's warm-up (:mod:`faircl.cli.workers`): one tiny ``faircl fit`` + ``faircl test`` in the fork server before
-its first fork, so that every forked run starts with what a second run in one process finds ready — Lightning's and
-jsonargparse's caches, torch's first-call set-up of its operators, matplotlib's fonts — and costs its own work only.
+"""A worker's warm-up (:mod:`faircl.cli.workers`): a tiny ``faircl fit`` + ``faircl test`` of each kind of run the
+worker is about to fork, in the fork server before its first fork, so that every forked run starts with what a
+second run in one process finds ready — jsonargparse's parsers of the run's classes and their docstrings,
+Lightning's set-up, torch's first-call set-up of the run's operators (a convolution's kernels), matplotlib's fonts —
+and costs its own work only.
+
+The runs to warm up with come from the worker's owner (:class:`~faircl.cli.workers.RunPool`'s ``warm``, passed in
+the environment variable :data:`WARM_ENV` as JSON: a list of ``faircl fit`` argument lists, e.g. a sweep's config or
+a bench run's ``config.yaml``); without it, :data:`DEFAULT_ARGS`. Each is cut to one epoch of two batches per loop
+(:data:`TINY`) in a temporary folder: the code paths and the shapes of the runs, not their work.
 
 The warm-up runs on one torch thread, so no OpenMP team exists in the server when it forks (a team does not survive a
 fork); :func:`restore_threads`, called by each child, gives the run the thread count the server started with. A
 warm-up that fails is skipped: the runs are then merely slower. After it the server's objects are frozen
-(:func:`gc.freeze`), so a run's garbage collections leave the shared memory alone.
+(:func:`gc.freeze`), so a run's garbage collections leave the shared memory alone. ``FAIRCL_NO_WARMUP=1`` skips it.
 """
 
 from __future__ import annotations
@@ -13,25 +20,61 @@ from __future__ import annotations
 import contextlib
 import gc
 import io
+import json
 import logging
 import os
 import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 
 from faircl.cli.command import main
 
-__all__ = ["DEFAULT_THREADS", "WARMED", "restore_threads", "warm_up"]
+__all__ = ["DEFAULT_ARGS", "DEFAULT_THREADS", "TINY", "WARMED", "WARM_ENV", "restore_threads", "warm_up"]
 
 #: the torch thread count of this process before the warm-up (``OMP_NUM_THREADS`` or torch's default)
 DEFAULT_THREADS = torch.get_num_threads()
-#: a config every install ships (a 1-epoch fit of a small MLP on synthetic features)
-CONFIG = "ce/biased_features"
+#: the environment variable that names the runs to warm up with (JSON: a list of ``faircl fit`` argument lists)
+WARM_ENV = "FAIRCL_WARM_ARGS"
+#: without :data:`WARM_ENV`: a config every install ships (a small MLP on synthetic features)
+DEFAULT_ARGS = (("--config", "ce/biased_features", "--data.n_train=256", "--data.n_val=128", "--data.n_test=128"),)
+#: what cuts a warm-up run down: one epoch, two batches of each loop, nothing drawn on the console, on the CPU (a fork
+#: server must not start CUDA: a forked child could not use it)
+TINY = ("--trainer.accelerator=cpu", "--trainer.devices=1", "--trainer.num_nodes=1", "--trainer.strategy=auto",
+        "--trainer.max_epochs=1", "--trainer.max_steps=-1", "--trainer.limit_train_batches=2",
+        "--trainer.limit_val_batches=2", "--trainer.limit_test_batches=2", "--trainer.enable_progress_bar=false",
+        "--trainer.enable_model_summary=false")
 
 
-def warm_up() -> bool:
-    """One quiet 1-epoch fit + test of :data:`CONFIG` in a temporary folder, on one thread; ``True`` if it ran."""
+def requested() -> list[list[str]]:
+    """The runs named in :data:`WARM_ENV` (:data:`DEFAULT_ARGS` when unset or unreadable); the variable is removed,
+    so the server's runs do not inherit it."""
+    text = os.environ.pop(WARM_ENV, None)
+    try:
+        runs = json.loads(text) if text else None
+    except ValueError:
+        runs = None
+    if not isinstance(runs, list) or not all(isinstance(r, list) and all(isinstance(a, str) for a in r)
+                                             for r in runs):
+        return [list(a) for a in DEFAULT_ARGS]
+    return runs
+
+
+def warm_up(runs: Sequence[Sequence[str]] | None = None) -> list[dict]:
+    """One quiet tiny fit + test of each run (``faircl fit`` arguments; :func:`requested` when ``None``) in a
+    temporary folder, on one thread. Returns per run: its arguments, whether fit and test both exited 0, seconds."""
     torch.set_num_threads(1)
+    done = []
+    for args in requested() if runs is None else runs:
+        start = time.perf_counter()
+        ok = _one(list(args))
+        done.append({"args": list(args), "ok": ok, "seconds": round(time.perf_counter() - start, 3)})
+    return done
+
+
+def _one(args: list[str]) -> bool:
     out = io.StringIO()
     # Lightning's log handlers hold the original streams: no redirection reaches them, so logging is off meanwhile
     before = logging.root.manager.disable
@@ -39,11 +82,12 @@ def warm_up() -> bool:
     try:
         with tempfile.TemporaryDirectory(prefix="faircl-warm-") as root, contextlib.redirect_stdout(out), \
                 contextlib.redirect_stderr(out):
-            args = ["--config", CONFIG, "--trainer.max_epochs=1", "--trainer.enable_progress_bar=false",
-                    "--data.n_train=256", "--data.n_val=128", "--data.n_test=128",
-                    f"--trainer.default_root_dir={root}"]
-            return main(["fit", *args]) == 0 and main(["test", *args, "--ckpt_path=best"]) == 0
-    except Exception:  # a warm-up never takes the worker down
+            common = [*args, *TINY, f"--trainer.default_root_dir={root}"]
+            if main(["fit", *common]) != 0:
+                return False
+            ckpts = sorted(Path(root).rglob("*.ckpt"), key=lambda p: p.stat().st_mtime)
+            return bool(ckpts) and main(["test", *common, f"--ckpt_path={ckpts[-1]}"]) == 0
+    except (Exception, SystemExit):  # a warm-up never takes the worker down (a bad argument's SystemExit)
         return False
     finally:
         logging.disable(before)
@@ -54,7 +98,8 @@ def restore_threads() -> None:
     torch.set_num_threads(DEFAULT_THREADS)
 
 
-WARMED = warm_up() if os.environ.get("FAIRCL_NO_WARMUP") != "1" else False
+#: what the warm-up ran (:func:`warm_up`'s record; empty when skipped)
+WARMED = warm_up() if os.environ.get("FAIRCL_NO_WARMUP") != "1" else []
 # Every object the server holds now (torch, Lightning, faircl, their caches) moves to the permanent generation: a
 # child's garbage collections never walk it, so they neither spend the time nor write the objects' headers, which
 # would copy the server's memory page by page into every forked run.

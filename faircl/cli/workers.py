@@ -3,8 +3,9 @@ imported torch, Lightning and faircl (:mod:`multiprocessing`'s ``forkserver``), 
 only, and a run starts in milliseconds instead of the ~8 s those imports take on a small machine. A run ends with
 the process that started it (a killed sweep or bench leaves no run writing into its folders).
 
-The server warms up with one tiny fit + test on a single torch thread (:mod:`faircl.cli.warm`), so a run starts
-with warm caches and no OpenMP team is inherited; each child gets the original thread count back. A child's output
+The server warms up with a tiny fit + test of each kind of run it will fork (``warm``: their ``faircl fit``
+arguments), on a single torch thread (:mod:`faircl.cli.warm`), so a run starts with warm caches and no OpenMP team is
+inherited; each child gets the original thread count back. A child's output
 goes to its log file; its exit status is the run's (a negative status: killed by that signal). Commands that start
 processes of their own (Lightning's DDP launcher re-runs ``sys.argv``) should run as fresh processes instead:
 :func:`needs_fresh_process` tells them apart.
@@ -18,6 +19,7 @@ Example::
 from __future__ import annotations
 
 import importlib
+import json
 import multiprocessing
 import os
 import select
@@ -32,7 +34,7 @@ from typing import Any
 __all__ = ["PRELOAD", "RunPool", "needs_fresh_process"]
 
 #: modules the server imports once: torch, Lightning, torchmetrics, jsonargparse, faircl and what runs import lazily;
-#: then one warm-up fit + test on one thread (:mod:`faircl.cli.warm`)
+#: then a warm-up fit + test on one thread (:mod:`faircl.cli.warm`)
 PRELOAD = ("faircl.cli.preload", "faircl.cli.warm")
 
 
@@ -115,11 +117,18 @@ class RunPool:
 
     Args:
         preload: modules the server imports before its first fork.
+        warm: the ``faircl fit`` arguments of the kinds of run the pool will start (e.g. a sweep's config); the
+            server's warm-up (:mod:`faircl.cli.warm`, when preloaded) runs each, cut down to two batches, before its
+            first fork. ``None``: its default run.
+
+    The server is started by the first run and serves every pool of this process: the first pool's ``preload`` and
+    ``warm`` are the ones that count.
     """
 
-    def __init__(self, preload: Sequence[str] = PRELOAD) -> None:
+    def __init__(self, preload: Sequence[str] = PRELOAD, warm: Sequence[Sequence[str]] | None = None) -> None:
         self.context = multiprocessing.get_context("forkserver")
         self.context.set_forkserver_preload(list(preload))
+        self.warm = None if warm is None else [[str(a) for a in args] for args in warm]
         self.current: Any = None
 
     def run(self, target: Callable[..., Any] | str, args: tuple = (), log: str | Path | None = None,
@@ -133,7 +142,7 @@ class RunPool:
                                                           os.getpid()),
                                     daemon=False)
         self.current = proc
-        proc.start()
+        self._start(proc)
         try:
             proc.join()
         except BaseException:
@@ -143,3 +152,20 @@ class RunPool:
         finally:
             self.current = None
         return int(proc.exitcode if proc.exitcode is not None else 1)
+
+    def _start(self, proc: Any) -> None:
+        """Start ``proc``; the server, started by the first run, reads the runs to warm up with from its
+        environment (:data:`faircl.cli.warm.WARM_ENV`), which is set for that start only."""
+        if self.warm is None:
+            proc.start()
+            return
+        name = "FAIRCL_WARM_ARGS"  # faircl.cli.warm.WARM_ENV (not imported here: it runs the warm-up)
+        before = os.environ.get(name)
+        os.environ[name] = json.dumps(self.warm)
+        try:
+            proc.start()
+        finally:
+            if before is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = before

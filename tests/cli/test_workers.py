@@ -125,15 +125,19 @@ def _alive(pid: int) -> bool:
 
 
 def test_the_warm_up_is_a_quiet_fit_and_test_on_one_thread(tmp_path):
-    """The server's warm-up (a fit + test before its first fork), as the server runs it (an import in a fresh
-    process, where Lightning's log handlers write to the console): it runs, on one torch thread, writes nothing to
-    the user's console, and a forked run gets the original thread count back. A bench worker's preload leaves a
-    vision run nothing to import."""
+    """The server's warm-up (a tiny fit + test of each run its owner names, before its first fork), as the server
+    runs it (an import in a fresh process, where Lightning's log handlers write to the console): it runs the named
+    runs, skips one that fails, runs on one torch thread, writes nothing to the user's console and nothing into the
+    folder it runs in, removes the variable that named the runs, and a forked run gets the original thread count
+    back. A bench worker's preload leaves a vision run nothing to import."""
+    import json
     import subprocess
     import sys
 
-    code = ("import torch, faircl.cli.preload\nbefore = torch.get_num_threads()\nimport faircl.cli.warm as w\n"
-            "assert w.WARMED and torch.get_num_threads() == 1\n"
+    code = ("import os, torch, faircl.cli.preload\nbefore = torch.get_num_threads()\nimport faircl.cli.warm as w\n"
+            "assert [r['ok'] for r in w.WARMED] == [True, False], w.WARMED\n"
+            "assert w.WARMED[0]['args'][:2] == ['--config', 'confair/biased_features']\n"
+            "assert w.WARM_ENV not in os.environ and torch.get_num_threads() == 1\n"
             "w.restore_threads(); assert torch.get_num_threads() == w.DEFAULT_THREADS == before\n"
             # after a bench worker's preload, what a forked vision run would import on first use is there already:
             # ColoredDigits' digits (sklearn.datasets, 0.1 s a run) and the epoch-history callback every run names
@@ -144,13 +148,55 @@ def test_the_warm_up_is_a_quiet_fit_and_test_on_one_thread(tmp_path):
             "importlib.import_module('faircl.bench.history')\n"
             "new = sorted(m for m in set(sys.modules) - loaded if m.split('.')[0] in ('sklearn', 'scipy', 'faircl'))\n"
             "assert not new, new\n")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    runs = [["--config", "confair/biased_features", "--data.n_train=128", "--data.n_val=64", "--data.n_test=64"],
+            ["--config", "no/such/config"]]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "FAIRCL_WARM_ARGS": json.dumps(runs)}
     env.pop("FAIRCL_NO_WARMUP", None)
     env.pop("OMP_NUM_THREADS", None)
     res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     assert res.stdout == "" and res.stderr == "", (res.stdout + res.stderr)[-2000:]
+    assert not list(tmp_path.iterdir())  # the warm-up ran in a temporary folder of its own
+
+
+def test_the_runs_to_warm_up_with_reach_the_server_only(tmp_path):
+    """``RunPool(warm=...)`` hands its runs to the server it starts (in the environment of that start only); the
+    server's warm-up reads them; without a readable list it warms up with its default run."""
+    import subprocess
+    import sys
+
+    code = ("import json, os\nfrom faircl.cli.workers import RunPool\n"
+            "pool = RunPool(preload=(), warm=[['--config', 'x.yaml', 7]])\n"
+            "assert pool.run('faircl_t_env:check', ()) == 0\n"  # the bare server keeps the variable: its run sees it
+            "assert 'FAIRCL_WARM_ARGS' not in os.environ\n")
+    (tmp_path / "faircl_t_env.py").write_text(
+        "import json, os\ndef check():\n    return 0 if json.loads(os.environ['FAIRCL_WARM_ARGS']) == "
+        "[['--config', 'x.yaml', '7']] else 1\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    env.pop("FAIRCL_WARM_ARGS", None)
+    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr[-3000:]
+
+
+def test_the_warm_up_reads_its_runs_or_falls_back_to_its_default(monkeypatch):
+    import gc
+    import sys
+
+    if "faircl.cli.warm" not in sys.modules:  # imported here without its warm-up, and without its freeze
+        monkeypatch.setenv("FAIRCL_NO_WARMUP", "1")
+        import faircl.cli.warm  # noqa: F401
+        gc.unfreeze()
+    w = sys.modules["faircl.cli.warm"]
+
+    monkeypatch.setenv(w.WARM_ENV, '[["--config", "a.yaml"], ["--x=1"]]')
+    assert w.requested() == [["--config", "a.yaml"], ["--x=1"]]
+    assert w.WARM_ENV not in os.environ  # read once, removed
+    for bad in ("not json", '{"a": 1}', '[["--config", 3]]', '["--config"]'):
+        monkeypatch.setenv(w.WARM_ENV, bad)
+        assert w.requested() == [list(a) for a in w.DEFAULT_ARGS]
+    assert w.requested() == [list(a) for a in w.DEFAULT_ARGS]  # unset
 
 
 def test_a_sequence_of_commands_stops_at_the_first_that_fails(capsys):
