@@ -40,12 +40,12 @@ DEFAULT_THREADS = torch.get_num_threads()
 WARM_ENV = "FAIRCL_WARM_ARGS"
 #: without :data:`WARM_ENV`: a config every install ships (a small MLP on synthetic features)
 DEFAULT_ARGS = (("--config", "ce/biased_features", "--data.n_train=256", "--data.n_val=128", "--data.n_test=128"),)
-#: what cuts a warm-up run down: one epoch, two batches of each loop, nothing drawn on the console, on the CPU (a fork
-#: server must not start CUDA: a forked child could not use it)
+#: what cuts a warm-up run down: one epoch, two batches of each loop, on the CPU (a fork server must not start CUDA:
+#: a forked child could not use it), no progress bar (its refresh thread must not be running when the server forks);
+#: the rest as the run has it (its model summary, its callbacks)
 TINY = ("--trainer.accelerator=cpu", "--trainer.devices=1", "--trainer.num_nodes=1", "--trainer.strategy=auto",
         "--trainer.max_epochs=1", "--trainer.max_steps=-1", "--trainer.limit_train_batches=2",
-        "--trainer.limit_val_batches=2", "--trainer.limit_test_batches=2", "--trainer.enable_progress_bar=false",
-        "--trainer.enable_model_summary=false")
+        "--trainer.limit_val_batches=2", "--trainer.limit_test_batches=2", "--trainer.enable_progress_bar=false")
 
 
 def requested() -> list[list[str]]:
