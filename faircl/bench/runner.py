@@ -285,7 +285,7 @@ def run_tasks(tasks: list[RunTask], say=print, fresh: bool = False) -> list[str]
 
 
 #: a warm-up costs about one run and spares each later run of its kind about a tenth of one (the start-up caches its
-#: classes need, ``benchmarks/results/startup.md``): a kind of run beyond the most frequent is warmed up from this many
+#: classes need, ``benchmarks/results/startup_warm.md``): a kind of run beyond the most frequent is warmed up from this many
 WARM_PAYBACK = 10
 #: the most kinds of run a bench worker warms up with
 WARM_KINDS = 3

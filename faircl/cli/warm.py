@@ -31,13 +31,12 @@ from pathlib import Path
 import torch
 
 from faircl.cli.command import main
+from faircl.cli.workers import WARM_ENV
 
 __all__ = ["DEFAULT_ARGS", "DEFAULT_THREADS", "TINY", "WARMED", "WARM_ENV", "restore_threads", "warm_up"]
 
 #: the torch thread count of this process before the warm-up (``OMP_NUM_THREADS`` or torch's default)
 DEFAULT_THREADS = torch.get_num_threads()
-#: the environment variable that names the runs to warm up with (JSON: a list of ``faircl fit`` argument lists)
-WARM_ENV = "FAIRCL_WARM_ARGS"
 #: without :data:`WARM_ENV`: a config every install ships (a small MLP on synthetic features)
 DEFAULT_ARGS = (("--config", "ce/biased_features", "--data.n_train=256", "--data.n_val=128", "--data.n_test=128"),)
 #: what cuts a warm-up run down: one epoch, two batches of each loop, on the CPU (a fork server must not start CUDA:

@@ -31,7 +31,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PRELOAD", "RunPool", "needs_fresh_process"]
+__all__ = ["PRELOAD", "RunPool", "WARM_ENV", "needs_fresh_process"]
+
+#: the environment variable that hands the server the runs to warm up with (JSON: a list of ``faircl fit`` argument
+#: lists), read by :mod:`faircl.cli.warm`
+WARM_ENV = "FAIRCL_WARM_ARGS"
 
 #: modules the server imports once: torch, Lightning, torchmetrics, jsonargparse, faircl and what runs import lazily;
 #: then a warm-up fit + test on one thread (:mod:`faircl.cli.warm`)
@@ -155,17 +159,16 @@ class RunPool:
 
     def _start(self, proc: Any) -> None:
         """Start ``proc``; the server, started by the first run, reads the runs to warm up with from its
-        environment (:data:`faircl.cli.warm.WARM_ENV`), which is set for that start only."""
+        environment (:data:`WARM_ENV`), which is set for that start only."""
         if self.warm is None:
             proc.start()
             return
-        name = "FAIRCL_WARM_ARGS"  # faircl.cli.warm.WARM_ENV (not imported here: it runs the warm-up)
-        before = os.environ.get(name)
-        os.environ[name] = json.dumps(self.warm)
+        before = os.environ.get(WARM_ENV)
+        os.environ[WARM_ENV] = json.dumps(self.warm)
         try:
             proc.start()
         finally:
             if before is None:
-                os.environ.pop(name, None)
+                os.environ.pop(WARM_ENV, None)
             else:
-                os.environ[name] = before
+                os.environ[WARM_ENV] = before
