@@ -96,11 +96,14 @@ def bench_contenders(protocol, work: Path, pool: RunPool) -> dict:
         if code:
             raise SystemExit(f"fresh bench run exited {code}; see {folder}")
 
-    def pooled() -> None:
-        folder = task()
-        code = pool.run("faircl.bench.runner:run_one", (folder,), log=Path(folder) / "run.log")
-        if code:
-            raise SystemExit(f"pool bench run exited {code}; see {folder}")
+    def pooled() -> tuple[float, float]:
+        def one_run() -> None:
+            folder = task()
+            code = pool.run("faircl.bench.runner:run_one", (folder,), log=Path(folder) / "run.log")
+            if code:
+                raise SystemExit(f"pool bench run exited {code}; see {folder}")
+
+        return steady(pool, one_run)
 
     def in_process() -> None:
         folder = task()
@@ -109,6 +112,21 @@ def bench_contenders(protocol, work: Path, pool: RunPool) -> dict:
             raise SystemExit(f"in-process bench run exited {code}; see {folder}")
 
     return {"fresh processes": fresh, "pool (forked)": pooled, "in-process (floor)": in_process}
+
+
+def steady(pool: RunPool, one_run) -> tuple[float, float]:
+    """The wall (and this process's CPU) seconds of one pool run in a sweep's steady state: it starts right after an
+    untimed run of the same kind, so it runs while that run's child tears down and the spare child for the run after
+    it is forked (:class:`~faircl.cli.workers.RunPool` does both beside the runs); then the pool settles, untimed, so
+    nothing of it runs beside the next contender."""
+    import time
+
+    one_run()
+    t0, c0 = time.perf_counter(), time.process_time()
+    one_run()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    pool.settle()
+    return wall, cpu
 
 
 def _quiet(fn, *args) -> int:
@@ -139,12 +157,15 @@ def contenders(args: list[str], work: Path, pool: RunPool) -> dict:
             if proc.returncode:
                 raise SystemExit(f"fresh {cmd[0]} failed: {proc.stderr[-1500:]}")
 
-    def pooled() -> None:  # one forked child runs the fit and its test, as a sweep's seed and a bench's run do
-        counter["n"] += 1
-        cmds = _commands(args, work / f"pool{counter['n']}")
-        code = pool.run(main_sequence, (cmds,), log=work / f"pool{counter['n']}.log")
-        if code:
-            raise SystemExit(f"pool run exited {code}; see {work}")
+    def pooled() -> tuple[float, float]:  # one forked child runs the fit and its test, as a sweep's seed does
+        def one_run() -> None:
+            counter["n"] += 1
+            cmds = _commands(args, work / f"pool{counter['n']}")
+            code = pool.run(main_sequence, (cmds,), log=work / f"pool{counter['n']}.log")
+            if code:
+                raise SystemExit(f"pool run exited {code}; see {work}")
+
+        return steady(pool, one_run)
 
     def in_process() -> None:
         counter["n"] += 1
@@ -158,6 +179,11 @@ def contenders(args: list[str], work: Path, pool: RunPool) -> dict:
 
 def render(raw: dict, out: Path) -> None:
     per_protocol = all("warm_up" in res for res in raw["protocols"].values())  # each protocol its own warmed worker
+    steady_note = ("" if not raw.get("steady") else
+                   " The pool's run is timed in a sweep's steady state: right after an untimed run of the same kind, "
+                   "so that run's child tears down and the spare child for the next run is forked beside it (the "
+                   "pool forks each run's child ahead and takes a run's status before its child's exit); the pool "
+                   "then settles, untimed, before the next contender.")
     if per_protocol:
         worker = ("Each protocol is measured in a process of its own, whose pool's server imports torch, Lightning "
                   "and faircl and warms up as the product warms it before its first fork (`faircl.cli.warm`): a "
@@ -176,7 +202,7 @@ def render(raw: dict, out: Path) -> None:
              "bench` makes it (`run_one`: fit, the selection rule's pick, test; fresh: one new process, as "
              "`--fresh-processes`). Per round the three run in rotated order. "
              "Overhead = the contender's time − the in-process time of the same round, as a share of the "
-             "in-process time (the run's own work). Target: the pool's overhead ≤ 10%. " + worker, "",
+             "in-process time (the run's own work). Target: the pool's overhead ≤ 10%. " + worker + steady_note, "",
              machine_line(raw["machine_start"], raw["machine_end"]), "",
              "| protocol | fresh processes (s) | pool (s) | in-process (s) | fresh overhead | pool overhead | "
              "target met |" + (" worker warm-up, once (s) |" if per_protocol else ""),
@@ -205,7 +231,16 @@ def render(raw: dict, out: Path) -> None:
     else:
         lines += ["", "Times: median [min–max] over rounds of fit + test wall seconds; overheads: median [min, max] of "
                   "the per-round ratios.", "", *load_notes(notes)]
-    if raw.get("empty_child_s"):
+    if raw.get("empty_beside_s"):
+        empty, beside = raw["empty_child_s"], raw["empty_beside_s"]
+        lines += ["", "A run that does nothing (`time.sleep(0)`) takes "
+                  f"{1e3 * statistics.median(empty):.1f} ms on the run's path (median of {len(empty)}, min "
+                  f"{1e3 * min(empty):.1f}, max {1e3 * max(empty):.1f}): handing it to the spare child, forked "
+                  "ahead, and taking back its status. Beside the next run the pool then works "
+                  f"{1e3 * statistics.median(beside):.0f} ms (median; min {1e3 * min(beside):.0f}, max "
+                  f"{1e3 * max(beside):.0f}): the child's exit and the fork of the next spare, which the steady-state "
+                  "timing above includes as it falls."]
+    elif raw.get("empty_child_s"):
         empty = raw["empty_child_s"]
         lines += ["", "A forked child that runs nothing (`time.sleep(0)`) takes "
                   f"{1e3 * statistics.median(empty):.0f} ms "
@@ -275,10 +310,10 @@ def one(name: str, rounds: int, out: str, fresh_rounds: int | None = None) -> No
             for k, t in measure(racers, rounds=rounds - first, warmup=0).items():
                 for series in ("wall", "cpu", "load", "runnable"):
                     getattr(timings[k], series).extend(getattr(t, series))
-        empty = empty_child(pool)
+        empty, beside = empty_child(pool)
     res = {"timings": {k: t.as_dict() | {"wall": t.wall} for k, t in timings.items()},
            "fmt": {k: fmt_s(t) for k, t in timings.items()}, "busy": busy_note(list(timings.values())),
-           "warm_up": warmed, "empty_child_s": empty}
+           "warm_up": warmed, "empty_child_s": empty, "empty_beside_s": beside}
     Path(out).write_text(json.dumps(res, default=str))
     print(name, res["fmt"], f"warm-up {sum(w['seconds'] for w in warmed):.1f} s", flush=True)
 
@@ -303,7 +338,8 @@ def run(rounds: int, fresh_rounds: int | None = None) -> dict:
     import time
 
     start, t0 = machine(), time.perf_counter()
-    raw: dict = {"rounds": rounds, "fresh_rounds": fresh_rounds or rounds, "machine_start": start, "protocols": {}}
+    raw: dict = {"rounds": rounds, "fresh_rounds": fresh_rounds or rounds, "machine_start": start, "protocols": {},
+                 "steady": True}
     names = [*PROTOCOLS, *bench_protocols()]
     with tempfile.TemporaryDirectory() as tmp:
         for i, name in enumerate(names):
@@ -314,22 +350,27 @@ def run(rounds: int, fresh_rounds: int | None = None) -> dict:
             raw["protocols"][name] = json.loads(out.read_text())
     empty = [x for res in raw["protocols"].values() for x in res["empty_child_s"]]
     raw["empty_child_s"] = empty
+    raw["empty_beside_s"] = [x for res in raw["protocols"].values() for x in res.get("empty_beside_s", [])]
     print(f"an empty forked child: {1e3 * statistics.median(empty):.1f} ms", flush=True)
     raw["machine_end"], raw["wall_s"] = machine(), time.perf_counter() - t0
     return raw
 
 
-def empty_child(pool: RunPool, runs: int = 20) -> list[float]:
-    """Wall seconds of ``runs`` forked children that do nothing (``time.sleep(0)``): the pool's fixed cost per run, the
-    fork of the warmed server, the child's start and its exit, with no run's work in it."""
+def empty_child(pool: RunPool, runs: int = 20) -> tuple[list[float], list[float]]:
+    """Per empty run (``time.sleep(0)``), 20 of them: the wall seconds on the run's path (the pool's fixed cost per
+    run: handing the run to the spare child, its report), and the seconds the pool then works beside the next run
+    (the child's exit, the fork of the next spare), waited for with :meth:`~faircl.cli.workers.RunPool.settle`."""
     import time
 
-    times = []
+    path, beside = [], []
     for _ in range(runs):
         start = time.perf_counter()
         pool.run("time:sleep", (0,))
-        times.append(time.perf_counter() - start)
-    return times
+        middle = time.perf_counter()
+        pool.settle()
+        path.append(middle - start)
+        beside.append(time.perf_counter() - middle)
+    return path, beside
 
 
 if __name__ == "__main__":

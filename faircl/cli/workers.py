@@ -6,7 +6,12 @@ the process that started it (a killed sweep or bench leaves no run writing into 
 The server warms up with a tiny fit + test of each kind of run it will fork (``warm``: their ``faircl fit``
 arguments), on a single torch thread (:mod:`faircl.cli.warm`), so a run starts with warm caches and no OpenMP team is
 inherited; each child gets the original thread count back. A child's output
-goes to its log file; its exit status is the run's (a negative status: killed by that signal). Commands that start
+goes to its log file; its exit status is the run's (a negative status: killed by that signal).
+
+Neither the fork nor the exit of a child is on a run's path: the child of the next run is forked ahead, while the
+current run works (a *spare*, waiting on a pipe for its run), and a child reports its run's status as soon as the run
+returns, before its process teardown, which goes on beside the next run. On a small machine that moves ~35 ms of
+fork, start and exit per run out of the way (``benchmarks/startup.py``). Commands that start
 processes of their own (Lightning's DDP launcher re-runs ``sys.argv``) should run as fresh processes instead:
 :func:`needs_fresh_process` tells them apart.
 
@@ -18,15 +23,20 @@ Example::
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import importlib
 import json
 import multiprocessing
+import multiprocessing.connection
+import multiprocessing.util  # noqa: F401  (its exit hook must be registered before _close_pools)
 import os
 import select
 import signal
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -91,13 +101,22 @@ def _follow(owner: int) -> None:
     threading.Thread(target=watch, name="faircl-follow-owner", daemon=True).start()
 
 
-def _child(target: Callable[..., Any] | str, args: tuple, log: str | None, cwd: str | None,
-           env: Mapping[str, str] | None, owner: int | None = None) -> None:
+def _child(conn: Any, owner: int | None = None) -> None:
+    """A forked child: ready before its run is asked for (a spare), it waits for the run on ``conn``, runs it and
+    sends back the exit status as soon as the run has returned, before its own teardown; ``conn`` closed without a
+    run: it ends."""
     if owner is not None:
         _follow(owner)
     warm = sys.modules.get("faircl.cli.warm")
     if warm is not None:
         warm.restore_threads()
+    # a Ctrl-C reaches the whole process group: a spare without a run leaves it to its owner, which then closes the
+    # pool (or dies, and _follow ends the spare); the server's children start so (faircl.cli.spare)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        target, args, log, cwd, env = conn.recv()
+    except (EOFError, OSError):  # its pool closed (or its owner ended) before it had a run
+        os._exit(0)
     if log is not None:
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         sys.stdout.flush()
@@ -110,10 +129,25 @@ def _child(target: Callable[..., Any] | str, args: tuple, log: str | None, cwd: 
     if env:
         os.environ.update(env)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    code = _resolve(target)(*args)
+    code = int(_resolve(target)(*args) or 0)
     sys.stdout.flush()
     sys.stderr.flush()
-    sys.exit(int(code or 0))
+    with contextlib.suppress(OSError):
+        conn.send(code % 256)  # the exit status sys.exit(code) gives
+    sys.exit(code)
+
+
+#: the pools of this process, whose spare children end (their pipe closed) before multiprocessing's own exit hook
+#: waits for every child
+_POOLS: weakref.WeakSet = weakref.WeakSet()
+
+
+def _close_pools() -> None:
+    for pool in list(_POOLS):
+        pool.close()
+
+
+atexit.register(_close_pools)  # registered after multiprocessing.util's hook (imported above), so it runs first
 
 
 class RunPool:
@@ -131,37 +165,132 @@ class RunPool:
 
     def __init__(self, preload: Sequence[str] = PRELOAD, warm: Sequence[Sequence[str]] | None = None) -> None:
         self.context = multiprocessing.get_context("forkserver")
-        self.context.set_forkserver_preload(list(preload))
+        self.context.set_forkserver_preload([*preload, "faircl.cli.spare"])  # the last: children ignore Ctrl-C
         self.warm = None if warm is None else [[str(a) for a in args] for args in warm]
         self.current: Any = None
+        self._spare: tuple[Any, Any] | None = None  # (process, its end of the pipe): the next run's child, forked
+        self._ending: list[Any] = []  # children that reported their run and are still tearing down
+        self._forking: threading.Thread | None = None  # forks the spare while a run works
+        self._started = False  # whether this pool has started a child (the server's start names the warm-up)
+        _POOLS.add(self)
 
     def run(self, target: Callable[..., Any] | str, args: tuple = (), log: str | Path | None = None,
             cwd: str | Path | None = None, env: Mapping[str, str] | None = None) -> int:
         """Run ``target(*args)`` in a forked child and wait for it; returns its exit status (``target``'s return
         value, 1 for an uncaught exception, ``-N`` when signal ``N`` ended it). ``target`` is a module-level function
         or its name, ``"module:function"`` (imported in the child). A ``KeyboardInterrupt`` while waiting kills the
-        child and is re-raised."""
-        proc = self.context.Process(target=_child, args=(target, tuple(args), None if log is None else str(log),
-                                                          None if cwd is None else str(cwd), dict(env or {}),
-                                                          os.getpid()),
-                                    daemon=False)
+        child and is re-raised.
+
+        The child was forked ahead (a spare, forked while the previous run worked), and the status comes back as
+        soon as ``target`` returns, while the child's process teardown goes on: neither the fork nor the exit is on
+        the run's path."""
+        self._ending = [p for p in self._ending if p.exitcode is None]  # reap those that have ended
+        job = (target, tuple(args), None if log is None else str(log), None if cwd is None else str(cwd),
+               dict(env or {}))
+        proc, conn = self._dispatch(job)
         self.current = proc
-        self._start(proc)
         try:
-            proc.join()
+            # the next run's child, forked while this run works
+            self._forking = threading.Thread(target=self._fork_spare_quietly, name="faircl-fork-spare", daemon=True)
+            self._forking.start()
+            code = self._wait(proc, conn)
         except BaseException:
             proc.kill()
             proc.join()
             raise
         finally:
             self.current = None
+            conn.close()
+        return code
+
+    def settle(self) -> None:
+        """Wait until the spare child is forked and the children of finished runs have ended: nothing of this pool
+        runs in the background afterwards (e.g. before timing something else)."""
+        self._joined()
+        for proc in self._ending:
+            proc.join()
+        self._ending = []
+
+    def close(self, timeout: float = 30.0) -> None:
+        """End the spare child (it has no run) and the children still tearing down (after ``timeout`` seconds, by
+        SIGKILL: their runs have reported). Called at exit."""
+        self._joined()
+        ending = self._ending
+        if self._spare is not None:
+            proc, conn = self._spare
+            self._spare = None
+            conn.close()
+            ending = [*ending, proc]
+        for proc in ending:
+            proc.join(timeout)
+            if proc.exitcode is None:
+                proc.kill()
+                proc.join()
+        self._ending = []
+
+    def _dispatch(self, job: tuple) -> tuple[Any, Any]:
+        """Send ``job`` to the spare child (a new child when there is none, or the spare has died); returns that
+        child and its pipe. A job that cannot be pickled raises here and leaves the spare for the next run."""
+        self._joined()
+        for _ in range(2):
+            if self._spare is None:
+                self._fork_spare()
+            proc, conn = self._spare
+            try:
+                conn.send(job)
+            except (BrokenPipeError, ConnectionResetError):  # the spare died while it waited: fork another
+                self._spare = None
+                conn.close()
+                proc.join()
+                continue
+            self._spare = None
+            return proc, conn
+        raise RuntimeError("faircl: the fork server's children die before their run starts; see the server's "
+                           "output above")
+
+    def _joined(self) -> None:
+        """Wait until the spare being forked (if any) is ready."""
+        if self._forking is not None:
+            self._forking.join()
+            self._forking = None
+
+    def _fork_spare_quietly(self) -> None:
+        """:meth:`_fork_spare` in the thread that forks ahead: a failure leaves no spare, and the next run forks
+        its child itself and raises there."""
+        with contextlib.suppress(Exception):
+            self._fork_spare()
+
+    def _fork_spare(self) -> None:
+        if self._spare is not None:
+            return
+        ours, theirs = self.context.Pipe()
+        proc = self.context.Process(target=_child, args=(theirs, os.getpid()), daemon=False)
+        self._start(proc)
+        theirs.close()  # the child's end lives in the child only: its exit is this end's EOF
+        self._spare = (proc, ours)
+
+    def _wait(self, proc: Any, conn: Any) -> int:
+        """The run's status: as the child reports it when ``target`` returns, else (an exception, a signal) its exit
+        status."""
+        multiprocessing.connection.wait([conn, proc.sentinel])
+        if conn.poll():
+            try:
+                code = int(conn.recv())
+            except (EOFError, OSError):
+                pass
+            else:
+                self._ending.append(proc)
+                return code
+        proc.join()
         return int(proc.exitcode if proc.exitcode is not None else 1)
 
     def _start(self, proc: Any) -> None:
         """Start ``proc``; the server, started by the first run, reads the runs to warm up with from its
-        environment (:data:`WARM_ENV`), which is set for that start only."""
-        if self.warm is None:
+        environment (:data:`WARM_ENV`), which is set for this pool's first start only (the later ones are forked
+        ahead in a thread, while this process goes on)."""
+        if self.warm is None or self._started:
             proc.start()
+            self._started = True
             return
         before = os.environ.get(WARM_ENV)
         os.environ[WARM_ENV] = json.dumps(self.warm)
@@ -172,3 +301,4 @@ class RunPool:
                 os.environ.pop(WARM_ENV, None)
             else:
                 os.environ[WARM_ENV] = before
+        self._started = True

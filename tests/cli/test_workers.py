@@ -206,3 +206,82 @@ def test_a_sequence_of_commands_stops_at_the_first_that_fails(capsys):
     assert capsys.readouterr().out.count("faircl ") == 2
     assert main_sequence([["--version"], ["no-such-command"], ["--version"]]) == 2
     assert capsys.readouterr().out.count("faircl ") == 1  # the third never ran
+
+
+def _linger_until(path: str) -> int:
+    """A run that returns 0 at once but whose process cannot end before ``path`` exists (a non-daemon thread, which
+    the child's teardown waits for)."""
+    import threading
+    import time
+    from pathlib import Path
+
+    def wait() -> None:
+        while not Path(path).exists():
+            time.sleep(0.02)
+
+    threading.Thread(target=wait, daemon=False).start()
+    return 0
+
+
+def test_the_status_comes_back_before_the_child_ends_and_the_next_child_is_forked_ahead(tmp_path):
+    """A run's status is reported when the run returns, while its child still tears down; the next run goes to the
+    spare child forked meanwhile, which ignores a Ctrl-C until it has a run; ``settle`` waits for both; ``close`` ends
+    the spare and kills a child stuck after its report."""
+    import signal
+    import time
+
+    pool = RunPool(preload=())
+    release = tmp_path / "release"
+    assert pool.run(_linger_until, (str(release),)) == 0  # returns although the child cannot end yet
+    (lingering,) = pool._ending
+    assert lingering.is_alive()
+    pool._joined()
+    spare_pid = pool._spare[0].pid
+    assert pool.run(os.getpid) == spare_pid % 256  # the next run ran in the spare (its status: the pid, mod 256)
+    release.touch()
+    pool.settle()
+    assert not pool._ending and not lingering.is_alive() and lingering.exitcode == 0
+    spare_pid = pool._spare[0].pid
+    os.kill(spare_pid, signal.SIGINT)  # a Ctrl-C of the process group: a spare leaves it to its owner
+    time.sleep(0.3)
+    assert pool.run(os.getpid) == spare_pid % 256
+    assert pool.run(_linger_until, (str(tmp_path / "never"),)) == 0
+    stuck = pool._ending[-1]
+    pool._joined()
+    spare = pool._spare[0]
+    pool.close(timeout=0.5)  # the spare ends; a child stuck in its teardown after its report is killed
+    assert not spare.is_alive() and spare.exitcode == 0 and pool._spare is None
+    assert stuck.exitcode == -signal.SIGKILL
+
+
+def test_a_dead_spare_or_an_unpicklable_run_does_not_stop_the_pool(bare_pool):
+    import signal
+
+    assert bare_pool.run(int, ("1",)) == 1
+    bare_pool._joined()
+    spare = bare_pool._spare[0]
+    os.kill(spare.pid, signal.SIGKILL)
+    spare.join()
+    assert bare_pool.run(int, ("2",)) == 2  # a new child replaced the dead spare
+    with pytest.raises(Exception):  # noqa: B017  (pickle raises one of several types)
+        bare_pool.run(lambda: 0)
+    assert bare_pool.run(int, ("3",)) == 3  # the spare kept for this run
+
+
+_EXITS = """
+from faircl.cli.workers import RunPool
+pool = RunPool(preload=())
+assert pool.run(int, ("5",)) == 5
+pool._joined()
+assert pool._spare is not None
+print("ran")
+"""
+
+
+def test_a_process_with_a_spare_child_exits_at_once():
+    """multiprocessing waits at exit for every child it started: the pool's exit hook ends the spare first."""
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-c", _EXITS], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and res.stdout.strip() == "ran", res.stderr[-2000:]
