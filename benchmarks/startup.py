@@ -240,6 +240,15 @@ def render(raw: dict, out: Path) -> None:
                   f"{1e3 * statistics.median(beside):.0f} ms (median; min {1e3 * min(beside):.0f}, max "
                   f"{1e3 * max(beside):.0f}): the child's exit and the fork of the next spare, which the steady-state "
                   "timing above includes as it falls."]
+        if raw.get("empty_rerun"):
+            again = raw["empty_rerun"]
+            lines[-1] += (" In this run `settle()` did not yet wait for the spare to copy its pages ahead (~50 MiB), so "
+                          "an empty run dispatched right after it waited for that copy. Measured again with "
+                          f"`--empty-only` ({again['when']}), once `settle()` waited for it: "
+                          f"{1e3 * statistics.median(again['path']):.1f} ms on the run's path (median of "
+                          f"{len(again['path'])}, max {1e3 * max(again['path']):.1f}), "
+                          f"{1e3 * statistics.median(again['beside']):.0f} ms beside the next run (the child's exit, "
+                          "the fork of the next spare and its copy-ahead).")
     elif raw.get("empty_child_s"):
         empty = raw["empty_child_s"]
         lines += ["", "A forked child that runs nothing (`time.sleep(0)`) takes "
@@ -271,9 +280,14 @@ def median_interval(values: list[float], level: float = 0.95) -> tuple[float, fl
 
 
 def warm_cell(warmed: list[dict]) -> str:
-    """The worker's warm-up: its seconds, and which of its runs failed (the runs are then merely slower)."""
-    failed = sum(not w["ok"] for w in warmed)
-    return f"{sum(w['seconds'] for w in warmed):.1f}" + (f" ({failed} of {len(warmed)} failed)" if failed else "")
+    """The worker's warm-up: its seconds, and which of its runs failed (the runs are then merely slower); then the
+    probe that learned the pages a run writes (:mod:`faircl.cli.prefault`), when the record has it."""
+    runs = [w for w in warmed if "prefault_bytes" not in w]
+    failed = sum(not w["ok"] for w in runs)
+    cell = f"{sum(w['seconds'] for w in runs):.1f}" + (f" ({failed} of {len(runs)} failed)" if failed else "")
+    for probe in (w for w in warmed if "prefault_bytes" in w):
+        cell += f" + {probe['seconds']:.1f} (probe: {probe['prefault_bytes'] / 2 ** 20:.0f} MiB to copy ahead)"
+    return cell
 
 
 def load_notes(notes: list[tuple[str, str, float]]) -> list[str]:
@@ -322,7 +336,10 @@ def dump_warmed(path: str) -> int:
     """(In a forked run) the server's warm-up record (:data:`faircl.cli.warm.WARMED`) as JSON into ``path``."""
     import faircl.cli.warm as warm
 
-    Path(path).write_text(json.dumps(warm.WARMED))
+    probe = getattr(warm, "PREFAULT_COST", None)
+    extra = [] if probe is None else [{"args": ["(prefault probe)"], "ok": probe["bytes"] > 0,
+                                       "seconds": probe["seconds"], "prefault_bytes": probe["bytes"]}]
+    Path(path).write_text(json.dumps([*warm.WARMED, *extra]))
     return 0
 
 
@@ -357,9 +374,10 @@ def run(rounds: int, fresh_rounds: int | None = None) -> dict:
 
 
 def empty_child(pool: RunPool, runs: int = 20) -> tuple[list[float], list[float]]:
-    """Per empty run (``time.sleep(0)``), 20 of them: the wall seconds on the run's path (the pool's fixed cost per
-    run: handing the run to the spare child, its report), and the seconds the pool then works beside the next run
-    (the child's exit, the fork of the next spare), waited for with :meth:`~faircl.cli.workers.RunPool.settle`."""
+    """Per empty run (``time.sleep(0)``), ``runs`` of them: the wall seconds on the run's path (the pool's fixed cost
+    per run: handing the run to the spare child, its report), and the seconds the pool then works beside the next run
+    (the child's exit, the fork of the next spare, its copy-ahead), waited for with
+    :meth:`~faircl.cli.workers.RunPool.settle`."""
     import time
 
     path, beside = [], []
@@ -380,10 +398,23 @@ if __name__ == "__main__":
                    help="run the fresh processes in this many of the rounds only (default: all)")
     p.add_argument("--out", default=str(HERE / "results" / "startup.md"))
     p.add_argument("--render", action="store_true", help="re-render --out from its saved JSON")
+    p.add_argument("--empty-only", action="store_true",
+                   help="measure the empty runs again (first protocol's worker) into --out's saved JSON, re-render")
     opts = p.parse_args()
     out = Path(opts.out)
     saved = out.with_suffix(".json")
-    if opts.render:
+    if opts.empty_only:
+        import datetime
+
+        raw = json.loads(saved.read_text())
+        pool = RunPool(warm=[next(iter(PROTOCOLS.values()))])
+        pool.run("time:sleep", (0,))  # the server's start and warm-up, untimed
+        pool.settle()
+        path, beside = empty_child(pool, 100)
+        raw["empty_rerun"] = {"when": datetime.date.today().isoformat(), "path": path, "beside": beside}
+        saved.write_text(json.dumps(raw, indent=1, default=str))
+        render(raw, out)
+    elif opts.render:
         render(json.loads(saved.read_text()), out)
     else:
         raw = run(opts.rounds, opts.fresh_rounds)

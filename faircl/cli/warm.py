@@ -12,7 +12,9 @@ a bench run's ``config.yaml``); without it, :data:`DEFAULT_ARGS`. Each is cut to
 The warm-up runs on one torch thread, so no OpenMP team exists in the server when it forks (a team does not survive a
 fork); :func:`restore_threads`, called by each child, gives the run the thread count the server started with. A
 warm-up that fails is skipped: the runs are then merely slower. After it the server's objects are frozen
-(:func:`gc.freeze`), so a run's garbage collections leave the shared memory alone. ``FAIRCL_NO_WARMUP=1`` skips it.
+(:func:`gc.freeze`), so a run's garbage collections leave the shared memory alone; then a probe forked from the server
+runs the first kind once more and records which of the server's pages it wrote (:data:`PREFAULT`), which each forked
+child copies while it waits for its run (:mod:`faircl.cli.prefault`). ``FAIRCL_NO_WARMUP=1`` skips both.
 """
 
 from __future__ import annotations
@@ -30,10 +32,12 @@ from pathlib import Path
 
 import torch
 
+from faircl.cli import prefault as faircl_prefault
 from faircl.cli.command import main
 from faircl.cli.workers import WARM_ENV
 
-__all__ = ["DEFAULT_ARGS", "DEFAULT_THREADS", "TINY", "WARMED", "WARM_ENV", "restore_threads", "warm_up"]
+__all__ = ["DEFAULT_ARGS", "DEFAULT_THREADS", "PREFAULT", "PREFAULT_COST", "TINY", "WARMED", "WARM_ENV", "prefault",
+           "restore_threads", "warm_up"]
 
 #: the torch thread count of this process before the warm-up (``OMP_NUM_THREADS`` or torch's default)
 DEFAULT_THREADS = torch.get_num_threads()
@@ -104,3 +108,21 @@ WARMED = warm_up() if os.environ.get("FAIRCL_NO_WARMUP") != "1" else []
 # would copy the server's memory page by page into every forked run.
 gc.collect()
 gc.freeze()
+
+
+def _probe(args: list[str]) -> None:
+    restore_threads()  # as a forked run has it
+    _one(args)
+
+
+#: the server's pages that a forked run of the first warm-up kind writes (:func:`faircl.cli.prefault.learn`, a probe
+#: forked now): each forked child copies them while it waits for its run (:func:`prefault`)
+_start = time.perf_counter()
+PREFAULT = faircl_prefault.learn(lambda: _probe(WARMED[0]["args"])) if WARMED and WARMED[0]["ok"] else []
+#: what learning :data:`PREFAULT` cost the server (seconds; once per worker) and what each child copies (bytes)
+PREFAULT_COST = {"seconds": round(time.perf_counter() - _start, 3), "bytes": sum(n for _, n in PREFAULT)}
+
+
+def prefault() -> int:
+    """In a forked child: copy the pages of :data:`PREFAULT` now (bytes copied), before its run arrives."""
+    return faircl_prefault.populate(PREFAULT)

@@ -110,10 +110,12 @@ def _child(conn: Any, owner: int | None = None) -> None:
     warm = sys.modules.get("faircl.cli.warm")
     if warm is not None:
         warm.restore_threads()
+        warm.prefault()  # copy the pages a run writes now, while waiting, not one fault at a time in the run
     # a Ctrl-C reaches the whole process group: a spare without a run leaves it to its owner, which then closes the
     # pool (or dies, and _follow ends the spare); the server's children start so (faircl.cli.spare)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
+        conn.send(READY)
         target, args, log, cwd, env = conn.recv()
     except (EOFError, OSError):  # its pool closed (or its owner ended) before it had a run
         os._exit(0)
@@ -136,6 +138,9 @@ def _child(conn: Any, owner: int | None = None) -> None:
         conn.send(code % 256)  # the exit status sys.exit(code) gives
     sys.exit(code)
 
+
+#: what a child sends once it has started and copied ahead, before it waits for its run
+READY = "ready"
 
 #: the pools of this process, whose spare children end (their pipe closed) before multiprocessing's own exit hook
 #: waits for every child
@@ -171,6 +176,7 @@ class RunPool:
         self._spare: tuple[Any, Any] | None = None  # (process, its end of the pipe): the next run's child, forked
         self._ending: list[Any] = []  # children that reported their run and are still tearing down
         self._forking: threading.Thread | None = None  # forks the spare while a run works
+        self._spare_ready = False
         self._started = False  # whether this pool has started a child (the server's start names the warm-up)
         _POOLS.add(self)
 
@@ -204,9 +210,17 @@ class RunPool:
         return code
 
     def settle(self) -> None:
-        """Wait until the spare child is forked and the children of finished runs have ended: nothing of this pool
-        runs in the background afterwards (e.g. before timing something else)."""
+        """Wait until the spare child is ready for its run (forked, started, its pages copied ahead) and the children
+        of finished runs have ended: nothing of this pool runs in the background afterwards (e.g. before timing
+        something else)."""
         self._joined()
+        if self._spare is not None and not self._spare_ready:
+            proc, conn = self._spare
+            multiprocessing.connection.wait([conn, proc.sentinel])
+            with contextlib.suppress(EOFError, OSError):
+                if conn.poll() and conn.recv() != READY:
+                    raise RuntimeError("faircl: a spare child spoke before its run")
+            self._spare_ready = True
         for proc in self._ending:
             proc.join()
         self._ending = []
@@ -267,20 +281,23 @@ class RunPool:
         proc = self.context.Process(target=_child, args=(theirs, os.getpid()), daemon=False)
         self._start(proc)
         theirs.close()  # the child's end lives in the child only: its exit is this end's EOF
+        self._spare_ready = False  # whether settle() has taken its READY
         self._spare = (proc, ours)
 
     def _wait(self, proc: Any, conn: Any) -> int:
         """The run's status: as the child reports it when ``target`` returns, else (an exception, a signal) its exit
         status."""
-        multiprocessing.connection.wait([conn, proc.sentinel])
-        if conn.poll():
+        while True:
+            multiprocessing.connection.wait([conn, proc.sentinel])
+            if not conn.poll():
+                break
             try:
-                code = int(conn.recv())
+                message = conn.recv()
             except (EOFError, OSError):
-                pass
-            else:
+                break
+            if message != READY:  # the child's READY, unless settle() took it
                 self._ending.append(proc)
-                return code
+                return int(message)
         proc.join()
         return int(proc.exitcode if proc.exitcode is not None else 1)
 

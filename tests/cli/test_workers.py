@@ -35,13 +35,26 @@ def test_runs_in_their_folder_with_their_environment(bare_pool, tmp_path):
 
 @pytest.mark.slow
 def test_the_faircl_command_through_a_preloaded_pool(tmp_path):
-    from faircl.cli import main
+    from faircl.cli import main, prefault
 
     pool = RunPool()
     assert pool.run(main, (["configs"],), log=tmp_path / "configs.log") == 0
+    pool.settle()  # the spare has had time to copy ahead the pages a run writes
+    assert pool.run(_prefaulted_percent) >= (90 if prefault.supported() else 0)
     assert "confair/biased_features" in (tmp_path / "configs.log").read_text()
     assert pool.run(main, (["fit", "--config", "no/such"],), log=tmp_path / "bad.log") == 2
     assert "no/such" in (tmp_path / "bad.log").read_text()
+
+
+def _prefaulted_percent() -> int:
+    """(In a forked run) the percentage of the server's learned pages (:data:`faircl.cli.warm.PREFAULT`) that are
+    this run's own as it starts: copied ahead by its child while it waited."""
+    import faircl.cli.warm as warm
+    from faircl.cli import prefault
+
+    learned = sum(n for _, n in warm.PREFAULT)
+    own = sum(n for _, n in prefault.written_pages([(a, a + n) for a, n in warm.PREFAULT]))
+    return round(100 * own / learned) if learned else 0
 
 
 def test_multi_process_commands_need_a_fresh_process():
@@ -139,6 +152,9 @@ def test_the_warm_up_is_a_quiet_fit_and_test_on_one_thread(tmp_path):
             "assert w.WARMED[0]['args'][:2] == ['--config', 'confair/biased_features']\n"
             "assert w.WARM_ENV not in os.environ and torch.get_num_threads() == 1\n"
             "w.restore_threads(); assert torch.get_num_threads() == w.DEFAULT_THREADS == before\n"
+            # a probe forked from the server learned the pages a run writes (where the system lets it read them)
+            "from faircl.cli import prefault\n"
+            "assert w.PREFAULT_COST['bytes'] > 2 ** 20 or not prefault.enabled(), w.PREFAULT_COST\n"
             # after a bench worker's preload, what a forked vision run would import on first use is there already:
             # ColoredDigits' digits (sklearn.datasets, 0.1 s a run) and the epoch-history callback every run names
             "import contextlib, importlib, io, sys\nfrom faircl.bench.runner import BENCH_PRELOAD\n"
@@ -240,6 +256,7 @@ def test_the_status_comes_back_before_the_child_ends_and_the_next_child_is_forke
     assert pool.run(os.getpid) == spare_pid % 256  # the next run ran in the spare (its status: the pid, mod 256)
     release.touch()
     pool.settle()
+    pool.settle()  # twice: the spare's READY taken once
     assert not pool._ending and not lingering.is_alive() and lingering.exitcode == 0
     spare_pid = pool._spare[0].pid
     os.kill(spare_pid, signal.SIGINT)  # a Ctrl-C of the process group: a spare leaves it to its owner
