@@ -11,7 +11,9 @@ goes to its log file; its exit status is the run's (a negative status: killed by
 Neither the fork nor the exit of a child is on a run's path: the child of the next run is forked ahead, while the
 current run works (a *spare*, waiting on a pipe for its run), and a child reports its run's status as soon as the run
 returns, before its process teardown, which goes on beside the next run. On a small machine that moves ~35 ms of
-fork, start and exit per run out of the way (``benchmarks/startup.py``). Commands that start
+fork, start and exit per run out of the way (``benchmarks/startup.py``). While it waits, a spare also copies the
+server's pages a run writes (:mod:`faircl.cli.prefault`), so the run does not fault on them one at a time; it then
+sends :data:`READY`, which :meth:`RunPool.settle` waits for. Commands that start
 processes of their own (Lightning's DDP launcher re-runs ``sys.argv``) should run as fresh processes instead:
 :func:`needs_fresh_process` tells them apart.
 
