@@ -1,6 +1,6 @@
 """Synthetic protocols for :mod:`calibration`: per-row predictions of a baseline and a method with a planted TPR gap,
-accuracy, effect and seed-to-seed shift, decided through :func:`faircl.eval.compare.claim_from_predictions` and
-:func:`faircl.eval.compare.decide` (the public path the benchmarks and ``faircl compare`` use).
+accuracy, effect and seed-to-seed shift, decided through :func:`faircl.eval.verdicts.claim_from_predictions` and
+:func:`faircl.eval.verdicts.decide` (the public path the benchmarks and ``faircl compare`` use).
 
 The model of one protocol (binary ``y`` and ``a``, both balanced):
 
@@ -25,7 +25,7 @@ from scipy import special
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from faircl.eval.compare import SplitPredictions, claim_from_predictions, decide  # noqa: E402
+from faircl.eval.verdicts import SplitPredictions, claim_from_predictions, decide  # noqa: E402
 
 ALPHA = 0.05
 
@@ -78,7 +78,7 @@ def _predict(rng: np.random.Generator, y, a, hard, bias: np.ndarray, acc: float,
 
 def evidence(d: Design, rng: np.random.Generator, name: str = "claim", *, n_permutations: int = 200,
              n_bootstrap: int = 300, seed: int = 0):
-    """One protocol's :class:`~faircl.eval.compare.ClaimEvidence` ("the method lowers GAP vs the baseline")."""
+    """One protocol's :class:`~faircl.eval.verdicts.ClaimEvidence` ("the method lowers GAP vs the baseline")."""
     (yt, at, ht), (yv, av, hv) = _split(rng, d.n_test), _split(rng, d.n_val)
     s = d.seeds
     base_b = np.full(s, d.bias)

@@ -1,4 +1,4 @@
-"""How often the verdict rule (:mod:`faircl.eval.compare`) is wrong, measured by simulation.
+"""How often the verdict rule (:mod:`faircl.eval.verdicts`) is wrong, measured by simulation.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/calibration.py                  # full: results/calibration.md
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/calibration.py --quick --out -   # the test suite's subset

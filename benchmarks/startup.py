@@ -5,7 +5,7 @@ Three contenders per round (the timing harness rotates their order, :mod:`_timin
 
 - **fresh**: ``faircl fit …`` then ``faircl test …`` as new processes (what a sweep trial paid before);
 - **pool**: the same two commands in one child of the pre-imported fork server, as ``faircl sweep`` runs a trial's
-  seed and ``faircl bench`` a run (:func:`faircl.cli.command.main_sequence`); the server warmed up as the product
+  seed and ``faircl bench`` a run (:func:`faircl.cli.dispatch.main_sequence`); the server warmed up as the product
   warms it (:mod:`faircl.cli.warm`): with a tiny run of the sweep's config, or of the bench's frequent kinds of run
   (:func:`faircl.bench.runner.warm_runs`);
 - **in-process**: the same two commands called in this process (``faircl.cli.main``), after a warm-up: no start-up
@@ -46,7 +46,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from _timing import busy_note, fmt_s, machine, machine_line, measure  # noqa: E402
 
 from faircl.cli import main  # noqa: E402
-from faircl.cli.command import main_sequence  # noqa: E402
+from faircl.cli.dispatch import main_sequence  # noqa: E402
 from faircl.bench.runner import BENCH_PRELOAD, warm_runs  # noqa: E402
 from faircl.cli.workers import RunPool  # noqa: E402
 

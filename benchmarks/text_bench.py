@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from _bench_grid import (bench_command, bench_rows, bench_wall, fmt, grid_parser, listed, run_all,  # noqa: E402
                          script_rows, shown, slug, use_shared_data)
 
-from faircl.eval.rows import read_rows  # noqa: E402
+from faircl.eval.row_predictions import read_rows  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "text_bench.md"
 BEFORE = ROOT / "benchmarks" / "results" / "text_fairness.md"

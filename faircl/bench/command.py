@@ -25,10 +25,10 @@ from typing import Any
 
 import yaml
 
-from faircl.bench.selection import describe
+from faircl.bench.checkpoint_selection import describe
 from faircl.bench.runner import MethodSpec, default_cache, plan, resolve_method, run_tasks
 from faircl.bench.spec import load_suite, suite_names
-from faircl.cli.names import CLIError
+from faircl.cli.config_files import CLIError
 
 __all__ = ["bench"]
 
@@ -113,7 +113,7 @@ def _check_method_args(cls: type, args: dict[str, Any]) -> None:
 
 def bench(argv: list[str]) -> int:
     """``faircl bench``; returns the exit status (1 when a run failed, 2 for a usage error)."""
-    from faircl.bench.report import decide_bench, write_results  # deferred: NumPy, SciPy and Lightning (--list)
+    from faircl.bench.results import decide_bench, write_results  # deferred: NumPy, SciPy and Lightning (--list)
 
     opts, extra = _parser().parse_known_args(argv)
     if opts.list:

@@ -11,7 +11,7 @@ and names an ``evaluate`` block; after a run's ``faircl test`` the runner scores
 and writes them to ``items.json`` in the run folder. A claim of the suite names a ``score`` instead of a ``gap``;
 it is decided by :func:`faircl.eval.embedding_claims.evidence` (the item-level null of the baseline's bias, the
 seed-paired change with the items' bootstrap nested in the seeds) under the same verdict rule and Holm family as
-every other claim (:func:`faircl.eval.compare.decide`).
+every other claim (:func:`faircl.eval.verdicts.decide`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import torch
 
 from faircl.bench.spec import ITEM_SCORES
 from faircl.eval import embedding_bias as eb
-from faircl.eval.compare import ClaimEvidence, paired_seed_comparison
+from faircl.eval.verdicts import ClaimEvidence, paired_seed_comparison
 from faircl.eval.embedding_claims import evidence
 from faircl.eval.embedding_items import CachedEmbed, check_against_summary, item_outputs
 from faircl.metrics.embedding import cced

@@ -1,5 +1,5 @@
 """The validation metrics of every epoch of a bench run, for a protocol's selection rule
-(:mod:`faircl.bench.selection`)."""
+(:mod:`faircl.bench.checkpoint_selection`)."""
 
 from __future__ import annotations
 

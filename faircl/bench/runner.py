@@ -12,7 +12,7 @@ Where runs live:
 Each run folder holds ``config.yaml`` (what was run), ``run.log`` (its output) and, once both commands succeeded,
 ``run.json`` (the test report's path, the wall time and, under a selection, the epoch it picked and why; the
 selection and the metrics of every epoch are in ``selection.yaml`` and ``epochs.json``:
-:mod:`faircl.bench.selection`). A folder without ``run.json`` is an interrupted run: it is cleared and run again,
+:mod:`faircl.bench.checkpoint_selection`). A folder without ``run.json`` is an interrupted run: it is cleared and run again,
 so a killed bench resumes where it stopped.
 """
 
@@ -34,9 +34,9 @@ from typing import Any
 
 import yaml
 
-from faircl.bench.selection import check_selection, pick_epoch, selection_callbacks
+from faircl.bench.checkpoint_selection import check_selection, pick_epoch, selection_callbacks
 from faircl.bench.spec import Protocol, deep_merge
-from faircl.cli.names import CLIError
+from faircl.cli.config_files import CLIError
 from faircl.cli.workers import PRELOAD, RunPool
 
 __all__ = ["BENCH_PRELOAD", "MethodSpec", "RunTask", "default_cache", "plan", "resolve_method", "run_one", "run_tasks",
@@ -178,7 +178,7 @@ def run_one(folder: str) -> int:
     """Fit and test the run in ``folder`` (its ``config.yaml``) in this process; writes ``run.json`` when both
     succeeded. The target of :meth:`faircl.cli.workers.RunPool.run`; returns the exit status."""
     from faircl.cli.app import run_cli  # deferred: Lightning, imported once by the worker that forks the runs
-    from faircl.cli.command import is_usage_error, user_message  # deferred: with faircl.cli.app
+    from faircl.cli.dispatch import is_usage_error, user_message  # deferred: with faircl.cli.app
 
     root = Path(folder)
     extra = os.environ.get("FAIRCL_BENCH_PATH")

@@ -54,8 +54,8 @@ from typing import Any
 
 import yaml
 
-from faircl.bench.selection import check_selection
-from faircl.cli.names import CLIError
+from faircl.bench.checkpoint_selection import check_selection
+from faircl.cli.config_files import CLIError
 from faircl.data.locations import DATA_ENV, default_data_dir
 
 __all__ = ["Claim", "Protocol", "SUITES", "deep_merge", "load_suite", "suite_names"]

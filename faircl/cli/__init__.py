@@ -1,4 +1,4 @@
-"""The ``faircl`` command (``faircl fit|validate|test|predict|configs|export|findml``); see :mod:`faircl.cli.command`
+"""The ``faircl`` command (``faircl fit|validate|test|predict|configs|export|findml``); see :mod:`faircl.cli.dispatch`
 and :mod:`faircl.cli.app`.
 
 Importing this package loads neither torch nor Lightning: ``FairCLI``, ``run_cli``, ``find_checkpoint`` and the
@@ -10,8 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from faircl.cli.command import main
-from faircl.cli.names import CLIError, resolve_config, shipped_configs
+from faircl.cli.dispatch import main
+from faircl.cli.config_files import CLIError, resolve_config, shipped_configs
 
 _LAZY = {"FairCLI": "faircl.cli.app", "check_names": "faircl.cli.app", "datamodules": "faircl.cli.app",
          "run_cli": "faircl.cli.app", "find_checkpoint": "faircl.cli.runs"}

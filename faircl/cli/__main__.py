@@ -2,6 +2,6 @@
 
 import sys
 
-from faircl.cli.command import main
+from faircl.cli.dispatch import main
 
 sys.exit(main())

@@ -31,7 +31,7 @@ from lightning.pytorch.loggers import CSVLogger
 import faircl.data
 from faircl.checkpoints import AtomicCheckpointIO, CheckpointError, FairCheckpoint, check_checkpoint
 from faircl.cli.outputs import PredictionFiles
-from faircl.cli.records import fit_record_of, run_record
+from faircl.cli.run_records import fit_record_of, run_record
 from faircl.cli.runs import (LINKED, UNTRAINED, CarryBest, CLIError, ConfiguredOptimizer, ResumeHint,
                              argument_leaves, check_linked, checkpoint_class, checkpoint_dict, checkpoint_epoch,
                              config_filename, config_files, epochs_trained, expand_configs, given_model_options,
@@ -482,7 +482,7 @@ def run_cli(args: list[str], run: bool = True, callbacks: list | None = None) ->
     """Run ``faircl <args>`` in this process and return the :class:`FairCLI` (model, datamodule, trainer).
 
     ``callbacks`` are added to the trainer without entering the run's ``config.yaml`` (a sweep's pruning and
-    recording callbacks). Errors are raised (:class:`CLIError`, ``DataError``, ...); :func:`faircl.cli.command.main`
+    recording callbacks). Errors are raised (:class:`CLIError`, ``DataError``, ...); :func:`faircl.cli.dispatch.main`
     turns them into an exit status."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

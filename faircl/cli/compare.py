@@ -37,11 +37,11 @@ from typing import Any
 import numpy as np
 import yaml
 
-from faircl.cli.names import CLIError
+from faircl.cli.config_files import CLIError
 from faircl.eval.baseline import compare_to_baseline
-from faircl.eval.compare import VERDICT_HEADER, verdict_row
+from faircl.eval.verdicts import VERDICT_HEADER, verdict_row
 from faircl.eval.report import read_report
-from faircl.eval.rows import data_identity, fairness_of, flatten_config, read_rows
+from faircl.eval.row_predictions import data_identity, fairness_of, flatten_config, read_rows
 from faircl.eval.tradeoff import (Run, Setting, front_mask, group_runs, metric_columns, parse_constraint, plot_front,
                                   select, setting_labels)
 

@@ -22,7 +22,7 @@ from lightning.pytorch.utilities.rank_zero import rank_zero_only
 
 from faircl.checkpoints import CheckpointError, check_checkpoint, load_checkpoint
 from faircl.checkpoints import FairCheckpoint, final_stage_or_unreachable  # noqa: F401  # re-exported (moved there)
-from faircl.cli.names import (CONFIG_DIR, CLIError, config_files, expand_configs, option_value,  # noqa: F401
+from faircl.cli.config_files import (CONFIG_DIR, CLIError, config_files, expand_configs, option_value,  # noqa: F401
                                read_config, resolve_config, shipped_configs)
 
 UNTRAINED = ("none", "null", "untrained")

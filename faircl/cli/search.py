@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from faircl.cli.names import CLIError
+from faircl.cli.config_files import CLIError
 
 ROOTS = ("model", "data", "trainer")
 #: model arguments the CLI links from the datamodule: not searchable

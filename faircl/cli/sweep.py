@@ -49,7 +49,7 @@ from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.trial import TrialState
 
 from faircl.cli.app import run_cli
-from faircl.cli.names import CLIError
+from faircl.cli.config_files import CLIError
 from faircl.cli.search import Param, check_paths, override, parse_objectives, parse_search
 from faircl.cli.workers import RunPool, needs_fresh_process
 from faircl.data.base import FairDataModule

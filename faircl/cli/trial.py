@@ -30,7 +30,7 @@ import torch
 from optuna_integration import PyTorchLightningPruningCallback
 
 from faircl.cli.app import run_cli
-from faircl.cli.command import is_usage_error, user_message
+from faircl.cli.dispatch import is_usage_error, user_message
 from faircl.cli.sweep import PRUNED_EXIT, WORKER_ENV, build_pruner, open_storage
 
 #: trainer arguments of the test run: one process reads the whole test split

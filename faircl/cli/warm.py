@@ -33,7 +33,7 @@ from pathlib import Path
 import torch
 
 from faircl.cli import prefault as faircl_prefault
-from faircl.cli.command import main
+from faircl.cli.dispatch import main
 from faircl.cli.workers import WARM_ENV
 
 __all__ = ["DEFAULT_ARGS", "DEFAULT_THREADS", "PREFAULT", "PREFAULT_COST", "TINY", "WARMED", "WARM_ENV", "prefault",

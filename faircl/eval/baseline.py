@@ -1,16 +1,16 @@
 """Claims against a baseline from ``faircl test`` runs: "setting S lowers the gap of the baseline at little utility
-cost", decided by :mod:`faircl.eval.compare` exactly as the benchmarks decide the papers' claims.
+cost", decided by :mod:`faircl.eval.verdicts` exactly as the benchmarks decide the papers' claims.
 
 Runs are paired by the seed of the fit that made their checkpoint. Where both sides kept their per-row predictions
-(``rows.npz``, :mod:`faircl.eval.rows`) on the same test rows, a claim is built from the rows
-(:func:`faircl.eval.compare.claim_from_predictions`): the baseline's gap is tested against the attribute-permutation
+(``rows.npz``, :mod:`faircl.eval.row_predictions`) on the same test rows, a claim is built from the rows
+(:func:`faircl.eval.verdicts.claim_from_predictions`): the baseline's gap is tested against the attribute-permutation
 null over the test and the validation rows (one pooled test, exact at its level), the paired effect uses the seeds ×
 rows bootstrap, both models are checked for degenerate seeds. Gaps recomputed from rows: :data:`ROW_GAPS`. A leakage claim (optional) tests the baseline's leakage against the majority-group rate
-on both splits (:func:`faircl.eval.compare.leakage_bias_tests`) and pairs the seeds' leakage. Every claim of one
+on both splits (:func:`faircl.eval.verdicts.leakage_bias_tests`) and pairs the seeds' leakage. Every claim of one
 comparison forms one Holm family.
 
 Runs without rows (folders written before ``faircl test`` kept them) are compared from their per-seed summary
-numbers (:func:`faircl.eval.compare.paired_seed_comparison`); their baseline's bias cannot be tested, so their
+numbers (:func:`faircl.eval.verdicts.paired_seed_comparison`); their baseline's bias cannot be tested, so their
 verdict's reason starts with "bias not checked" and "holds" is never given there (it reads "inconclusive").
 """
 
@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from faircl.eval.compare import (GAP_METRICS, ClaimEvidence, SplitPredictions, Verdict, claim_from_predictions,
+from faircl.eval.verdicts import (GAP_METRICS, ClaimEvidence, SplitPredictions, Verdict, claim_from_predictions,
                                  decide, degenerate_by_seed, leakage_bias_tests, paired_bootstrap,
                                  paired_seed_comparison)
-from faircl.eval.rows import leakage_of, read_rows
+from faircl.eval.row_predictions import leakage_of, read_rows
 
 __all__ = ["BaselineResult", "NOT_CHECKED", "ROW_GAPS", "compare_to_baseline", "decide_family", "leakage_claim"]
 
@@ -96,10 +96,10 @@ def compare_to_baseline(baseline: Any, settings: Sequence[Any], metrics: Sequenc
     Args:
         baseline, settings: :class:`faircl.eval.tradeoff.Setting` s (runs with ``seed``, ``test`` and ``rows``).
         metrics: the report metrics whose paired differences are tabulated (summary numbers).
-        gap: the claimed gap (:data:`faircl.eval.compare.GAP_METRICS` for claims from rows).
+        gap: the claimed gap (:data:`faircl.eval.verdicts.GAP_METRICS` for claims from rows).
         labels: setting name → the name used in the claims (e.g. ``"ConFair λ=0.11"``).
         utility: ``accuracy`` or ``balanced_accuracy``.
-        margin, alpha: the utility margin and the family-wise error rate of :func:`faircl.eval.compare.decide`.
+        margin, alpha: the utility margin and the family-wise error rate of :func:`faircl.eval.verdicts.decide`.
         paper_effect: the gap change a paper reports (fraction; negative = reduction) for every gap claim.
         leakage: add a "lowers leakage_h" claim per setting (rows only).
         leakage_paper_effect: the paper's leakage change.

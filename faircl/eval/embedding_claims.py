@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from faircl.eval.compare import BiasTest, Effect, paired_seed_comparison
+from faircl.eval.verdicts import BiasTest, Effect, paired_seed_comparison
 from faircl.eval.item_nulls import (SeatItems, binomial_preference_null, grouped_label_null,
                                     paired_item_bootstrap, preference_deviation, seat_mean_abs_effect,
                                     seat_permutation_null, seat_units, share_deviation)

@@ -1,10 +1,10 @@
 """Is there a bias to remove, and did a method change it — for bias scores measured on benchmark *items*.
 
-:mod:`faircl.eval.compare` decides claims about classifiers from per-row predictions. Embedding-bias benchmarks
+:mod:`faircl.eval.verdicts` decides claims about classifiers from per-row predictions. Embedding-bias benchmarks
 score an encoder on items instead: sentence pairs (CrowS-Pairs, StereoSet), target words (SEAT), queries
 (Bias-IR). This module gives their nulls — what the score looks like when the encoder carries no preference — and
-the paired change with the item bootstrap nested in the seeds. Results are :class:`~faircl.eval.compare.BiasTest`
-and :class:`~faircl.eval.compare.Effect`, so :func:`faircl.eval.compare.decide` takes them unchanged.
+the paired change with the item bootstrap nested in the seeds. Results are :class:`~faircl.eval.verdicts.BiasTest`
+and :class:`~faircl.eval.verdicts.Effect`, so :func:`faircl.eval.verdicts.decide` takes them unchanged.
 
 Nulls (each compared with the observed score at its 95th percentile):
 
@@ -22,12 +22,12 @@ Nulls (each compared with the observed score at its 95th percentile):
 
 :func:`paired_item_bootstrap`: the change ``method − baseline`` per seed on the same items; its variance adds the
 seeds' spread and the items' sampling (one resample of the items, stratified, shared by every seed and both models),
-with Satterthwaite's degrees of freedom, as :func:`faircl.eval.compare.paired_bootstrap` does for rows. All values
+with Satterthwaite's degrees of freedom, as :func:`faircl.eval.verdicts.paired_bootstrap` does for rows. All values
 are fractions (``|d|`` as it is); a reduction is negative.
 
 Example (CrowS-Pairs-style preferences of a deterministic baseline encoder and of three trained seeds)::
 
-    from faircl.eval.compare import ClaimEvidence, decide, paired_seed_comparison
+    from faircl.eval.verdicts import ClaimEvidence, decide, paired_seed_comparison
     from faircl.eval.item_nulls import binomial_preference_null, paired_item_bootstrap, preference_deviation
 
     bias = (binomial_preference_null(base_prefs[test], split="test"),
@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from faircl.eval.compare_stats import ROUND_OFF, BiasTest, Effect, paired_differences
+from faircl.eval.statistics import ROUND_OFF, BiasTest, Effect, paired_differences
 
 __all__ = ["SeatItems", "binomial_preference_null", "grouped_label_null", "paired_item_bootstrap",
            "preference_deviation", "seat_mean_abs_effect", "seat_permutation_null", "seat_units", "share_deviation",

@@ -145,7 +145,7 @@ def plot_report(report: Mapping[str, Any], path: str | Path, title: str = "Fairn
 
     Per-group accuracy, TPR and FPR are bars, the spread between the best and the worst group a bracket labelled
     with its size, the overall accuracy a dashed line. A binary task's TPR / FPR are those of the positive class. On a
-    multi-class task with ``rows`` (the test split's ``y``, ``a``, ``pred``: :mod:`faircl.eval.rows`), the TPR and
+    multi-class task with ``rows`` (the test split's ``y``, ``a``, ``pred``: :mod:`faircl.eval.row_predictions`), the TPR and
     FPR panels show each class's rate per group and each class's gap, the terms of ``tpr_gap_rms`` /
     ``fpr_gap_rms``; without rows they show the mean over classes and say that this is not what the gap measures.
     Group names that no installed font can draw are shown as ``group <i>*`` with a note.

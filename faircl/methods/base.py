@@ -141,7 +141,7 @@ class FairModule(L.LightningModule):
         self.val_fairness = GroupFairness(num_classes, num_groups)
         self.test_fairness = GroupFairness(num_classes, num_groups)
         self.test_report: dict[str, float] = {}
-        self.test_rows: dict[str, dict[str, Any]] = {}  # per-row predictions of the last test (faircl.eval.rows)
+        self.test_rows: dict[str, dict[str, Any]] = {}  # per-row predictions of the last test (faircl.eval.row_predictions)
         self.fit_record: dict[str, Any] | None = None  # set by the faircl command or read from the checkpoint
         self._leakage_probes: dict[str, Any] = {}  # the last test's leakage probes by representation
         self._active_stage: str | None = None

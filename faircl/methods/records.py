@@ -1,6 +1,6 @@
 """What a :class:`~faircl.methods.base.FairModule` keeps of a test beyond its report: the per-row predictions of the
 test and validation splits (with the leakage probes' guesses of the attribute), and the record of the fit that
-trained its weights. The file format is :mod:`faircl.eval.rows`'s; this module only computes the arrays."""
+trained its weights. The file format is :mod:`faircl.eval.row_predictions`'s; this module only computes the arrays."""
 
 from __future__ import annotations
 
@@ -169,7 +169,7 @@ def _fields(outputs: dict[str, torch.Tensor], probes: dict[str, Any], predictor:
 
 def test_rows(module: Any, test_outputs: dict[str, torch.Tensor], probes: dict[str, Any]
               ) -> dict[str, dict[str, np.ndarray]]:
-    """Per-row test and validation predictions (:mod:`faircl.eval.rows` fields) of a module after its test epoch.
+    """Per-row test and validation predictions (:mod:`faircl.eval.row_predictions` fields) of a module after its test epoch.
 
     Args:
         module: the tested :class:`~faircl.methods.base.FairModule`, attached to its datamodule.

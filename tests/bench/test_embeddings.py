@@ -17,9 +17,9 @@ import pytest
 
 from faircl.bench.embeddings import SCORES, item_claim
 from faircl.bench.spec import ITEM_SCORES, load_suite
-from faircl.cli.names import CLIError
+from faircl.cli.config_files import CLIError
 from faircl.data import SourcedTuples
-from faircl.eval.compare import decide
+from faircl.eval.verdicts import decide
 
 FAIRCL = shutil.which("faircl", path=str(Path(sys.executable).parent)) or shutil.which("faircl")
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from faircl.bench.runner import MethodSpec, plan, run_one
-from faircl.bench.selection import check_selection, pick_epoch
+from faircl.bench.checkpoint_selection import check_selection, pick_epoch
 from faircl.bench.spec import load_suite
-from faircl.cli.names import CLIError
+from faircl.cli.config_files import CLIError
 
 SHEN = check_selection({"rule": "gap_within"}, "test")
 

@@ -15,7 +15,7 @@ import yaml
 from faircl.bench.command import _method_args
 from faircl.bench.runner import MethodSpec, plan, resolve_method
 from faircl.bench.spec import deep_merge, load_suite, suite_names
-from faircl.cli.names import CLIError
+from faircl.cli.config_files import CLIError
 
 BASE = """\
 name: base

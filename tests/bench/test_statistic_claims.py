@@ -12,10 +12,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from faircl.bench import report
-from faircl.bench.report import decide_bench
+from faircl.bench import results
+from faircl.bench.results import decide_bench
 from faircl.bench.spec import load_suite
-from faircl.cli.names import CLIError
+from faircl.cli.config_files import CLIError
 
 BASE = """\
 name: base

@@ -1,5 +1,5 @@
 """``faircl test`` keeps the rows, ``faircl compare`` pairs runs by their fits and decides with
-``faircl.eval.compare``: through the console entry point (``faircl.cli.main``, and the ``faircl`` command for the
+``faircl.eval.verdicts``: through the console entry point (``faircl.cli.main``, and the ``faircl`` command for the
 comparisons), on embedded data."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from faircl.cli import main
-from faircl.eval.rows import read_rows
+from faircl.eval.row_predictions import read_rows
 
 FAIRCL = shutil.which("faircl", path=str(Path(sys.executable).parent)) or shutil.which("faircl")
 DATA = ["--data", "BiasedFeatures", "--data.n_train=600", "--data.n_val=400", "--data.n_test=800",

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import yaml
 
-from faircl.cli.names import CLIError
+from faircl.cli.config_files import CLIError
 from faircl.cli.search import parse_objectives, parse_search
 
 FAIRCL = shutil.which("faircl", path=str(Path(sys.executable).parent)) or shutil.which("faircl")
@@ -240,7 +240,7 @@ def test_resume_refuses_a_folder_without_a_sweep_and_a_changed_heartbeat(tmp_pat
         assert "Traceback" not in err and len(err.strip().splitlines()) <= 2, err  # the error and the --debug hint
     assert not (tmp_path / "typo_dir").exists() and not (tmp_path / "typo_dir2").exists()
 
-    from faircl.cli.command import main
+    from faircl.cli.dispatch import main
 
     (tmp_path / "sw").mkdir()
     record = {"fit_args": FAST, "search": [], "objectives": [["val/accuracy", "maximize"]], "seeds": [0],
@@ -286,7 +286,7 @@ def test_sigterm_of_a_worker_is_one_line_exit_130_and_requeues_its_trial(tmp_pat
 @needs_cli
 @pytest.mark.slow
 def test_bad_input_is_one_line_and_exit_2_before_any_training(tmp_path, monkeypatch, capsys):
-    from faircl.cli.command import main
+    from faircl.cli.dispatch import main
 
     base = ["sweep", *FAST, "--trials", "2"]
     cases = {
@@ -376,7 +376,7 @@ def test_constrained_selection_dto_and_baseline_against_hand_computed_answers(tm
     assert len(base["verdicts"]) == 4 and "**" in (tmp_path / "cmp" / "baseline.md").read_text()
 
     # a constraint nothing meets, an unknown metric, a malformed constraint (same entry point, in this process)
-    from faircl.cli.command import main
+    from faircl.cli.dispatch import main
 
     monkeypatch.chdir(tmp_path)
     assert main(["compare", "runs", "--out", "cmp2", "--select", "accuracy>=0.99"]) == 0

@@ -216,7 +216,7 @@ def test_the_warm_up_reads_its_runs_or_falls_back_to_its_default(monkeypatch):
 
 
 def test_a_sequence_of_commands_stops_at_the_first_that_fails(capsys):
-    from faircl.cli.command import main_sequence
+    from faircl.cli.dispatch import main_sequence
 
     assert main_sequence([["--version"], ["--version"]]) == 0
     assert capsys.readouterr().out.count("faircl ") == 2

@@ -1,4 +1,4 @@
-"""faircl.eval.compare: the statistics against independent references, and planted cases with known verdicts."""
+"""faircl.eval.verdicts: the statistics against independent references, and planted cases with known verdicts."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 from scipy import stats
 
-from faircl.eval import compare as C
+from faircl.eval import verdicts as C
 from faircl.metrics.functional import eo_gap, tpr_gap_rms
 
 
@@ -93,7 +93,7 @@ def test_permutation_null_matches_a_literal_loop():
 def test_permutation_keeps_each_label_s_attribute_counts():
     rng = np.random.default_rng(4)
     y, a = rng.integers(0, 3, 200), rng.integers(-1, 2, 200)
-    from faircl.eval.compare_stats import _permuted_within_label
+    from faircl.eval.statistics import _permuted_within_label
     perm = _permuted_within_label(y, a, 50, rng)
     for c in range(3):
         for g in (-1, 0, 1):
@@ -141,7 +141,7 @@ def test_paired_bootstrap_without_rows_is_the_paired_t_test_and_with_rows_matche
 
 
 def test_shared_row_variance_is_the_mean_covariance_and_recovers_a_planted_decomposition():
-    from faircl.eval.compare_stats import shared_row_variance
+    from faircl.eval.statistics import shared_row_variance
 
     rng = np.random.default_rng(11)
     x = rng.standard_normal((300, 5)) @ rng.standard_normal((5, 5))
@@ -228,7 +228,7 @@ def test_leakage_is_measured_against_the_majority_group():
 
 def test_weighted_gaps_in_blocks_equal_one_pass():
     # many classes: the bootstrap is computed over blocks of resamples; the values are those of one pass
-    from faircl.eval.compare_stats import _weighted_gaps, _weights
+    from faircl.eval.statistics import _weighted_gaps, _weights
 
     rng = np.random.default_rng(3)
     y, a = rng.integers(0, 5, 60), rng.integers(-1, 2, 60)
@@ -312,7 +312,7 @@ def test_tiny_effect_with_three_seeds_is_inconclusive():
 def test_holds_detectable_effect_has_the_stated_power():
     """A literal simulation of the rule at the holds-MDE: 5 seeds, per-seed changes N(-mde, sd), utility N(0, tau):
     "holds" (p < 0.05 and utility lower bound >= -2 points) in about 80% of replicates."""
-    from faircl.eval.compare_stats import holds_detectable_effect
+    from faircl.eval.statistics import holds_detectable_effect
 
     s, sd, tau = 5, 0.03, 0.012
     eff = C.paired_seed_comparison(np.zeros(s), sd * np.array([-1.2, -0.6, 0, 0.6, 1.2]) / math.sqrt(0.9))
@@ -365,7 +365,7 @@ def test_pooled_bias_screen_is_one_test_over_test_and_validation_rows():
     with pytest.raises(ValueError, match="seeds"):
         C.claim_from_predictions("x", tsp, tsp, C.SplitPredictions(yv, av, bv[:2]))
     # the strata keep each split's attribute counts per label
-    from faircl.eval.compare_stats import _permuted_within_label
+    from faircl.eval.statistics import _permuted_within_label
     perm = _permuted_within_label(strata, as_, 20, rng)
     for k in np.unique(strata):
         assert ((perm[:, strata == k] == 1).sum(1) == (as_[strata == k] == 1).sum()).all()

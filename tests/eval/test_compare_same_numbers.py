@@ -1,7 +1,7 @@
 """``faircl compare --baseline`` decides exactly as the claim is defined: on the same planted per-row predictions, its
 verdict numbers equal those of the verdict rule's primitives composed directly here (the gap from the rows with the
 validation rows screened for bias, the leakage from the per-seed probe accuracies with the rows' accuracy as its
-utility) + ``faircl.eval.compare.decide``."""
+utility) + ``faircl.eval.verdicts.decide``."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from faircl.cli import main
-from faircl.eval.compare import (ClaimEvidence, SplitPredictions, claim_from_predictions, decide,
+from faircl.eval.verdicts import (ClaimEvidence, SplitPredictions, claim_from_predictions, decide,
                                  degenerate_by_seed, leakage_bias_tests, paired_bootstrap, paired_seed_comparison)
-from faircl.eval.rows import write_rows
+from faircl.eval.row_predictions import write_rows
 
 
 def _planted(rng, n: int, bias: float, acc: float = 0.8):

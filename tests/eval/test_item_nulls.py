@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from faircl.eval.compare import ClaimEvidence, decide, paired_seed_comparison
+from faircl.eval.verdicts import ClaimEvidence, decide, paired_seed_comparison
 from faircl.eval.item_nulls import (SeatItems, binomial_preference_null, grouped_label_null, paired_item_bootstrap,
                                     preference_deviation, seat_mean_abs_effect, seat_permutation_null, seat_units,
                                     share_deviation, stratified_weights)

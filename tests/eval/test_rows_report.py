@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from faircl.eval.compare_stats import confusion_from_rows, gap_from_confusion
+from faircl.eval.statistics import confusion_from_rows, gap_from_confusion
 from faircl.eval.report import to_markdown
 from faircl.eval.report_plot import class_rates, drawable_labels, plot_report
-from faircl.eval.rows import data_identity, flatten_config, leakage_of, read_rows, rows_fingerprint, write_rows
+from faircl.eval.row_predictions import data_identity, flatten_config, leakage_of, read_rows, rows_fingerprint, write_rows
 from faircl.eval.tradeoff import Run, group_runs, plot_front, setting_labels
 
 
@@ -160,7 +160,7 @@ def _noisy_rows(rng, n, pred_from=None):
 
 
 def test_fairness_of_rows_matches_a_literal_computation():
-    from faircl.eval.rows import fairness_of
+    from faircl.eval.row_predictions import fairness_of
 
     f = _noisy_rows(np.random.default_rng(0), 500)
     got = fairness_of(f, 2)
@@ -179,7 +179,7 @@ def test_fairness_of_rows_matches_a_literal_computation():
 def test_compare_reads_knn_and_probe_runs_from_their_rows(tmp_path):
     """A run whose rows are a 1-NN's: its test and validation numbers are the rows', not the logits' report."""
     from faircl.cli.compare import read_run
-    from faircl.eval.rows import fairness_of, write_rows
+    from faircl.eval.row_predictions import fairness_of, write_rows
 
     rng = np.random.default_rng(1)
     rows = {"test": _noisy_rows(rng, 400), "val": _noisy_rows(rng, 200)}

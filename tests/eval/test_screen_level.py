@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from faircl.eval.compare_stats import BiasTest, permutation_null
+from faircl.eval.statistics import BiasTest, permutation_null
 
 
 def test_real_needs_the_quantile_and_the_p_value():

@@ -74,7 +74,7 @@ def test_ddp_fit_and_test_with_lightnings_launcher_match_one_process(fitted):
     for k in keys:
         assert multi["metrics"][k] == pytest.approx(single["metrics"][k], abs=1e-6, nan_ok=True), k
     # the per-row predictions: every row once (203 test rows over 2 ranks: one padded), as on one process
-    from faircl.eval.rows import read_rows
+    from faircl.eval.row_predictions import read_rows
 
     rows_multi = read_rows(_newest(tmp / "runs", "rows.npz"))
     rows_single = read_rows(_newest(tmp / "single", "rows.npz"))

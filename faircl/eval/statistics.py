@@ -1,6 +1,6 @@
-"""The statistics behind :mod:`faircl.eval.compare`: vectorised group-fairness gaps from confusion counts, the
+"""The statistics behind :mod:`faircl.eval.verdicts`: vectorised group-fairness gaps from confusion counts, the
 attribute-permutation null, the seed × row paired bootstrap, Holm–Bonferroni and the minimum detectable effects.
-All values are fractions (0.045 = 4.5 points). See :mod:`faircl.eval.compare` for the rule they serve.
+All values are fractions (0.045 = 4.5 points). See :mod:`faircl.eval.verdicts` for the rule they serve.
 
 **The paired effect's variance: a two-way decomposition of the seeds × rows design.** The change of seed ``s``
 measured on the test rows is ``d_s = μ + α_s + β + γ_s``: ``α_s`` is the seed's training noise (what another seed

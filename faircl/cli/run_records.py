@@ -1,5 +1,5 @@
 """The records a ``faircl`` run leaves for ``faircl compare``: the fit record (seed and settings of the fit, carried
-in its checkpoint) and, after ``faircl test``, the per-row predictions (``rows.npz``, :mod:`faircl.eval.rows`)."""
+in its checkpoint) and, after ``faircl test``, the per-row predictions (``rows.npz``, :mod:`faircl.eval.row_predictions`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from faircl.eval.rows import flatten_config, rows_fingerprint, write_rows
+from faircl.eval.row_predictions import flatten_config, rows_fingerprint, write_rows
 from faircl.methods.records import json_safe
 
 __all__ = ["fit_record_of", "run_record"]

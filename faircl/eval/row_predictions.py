@@ -24,7 +24,7 @@ copies it into ``report.json`` (``meta.fit``), and ``faircl compare`` pairs and 
 
 Example::
 
-    from faircl.eval.rows import read_rows
+    from faircl.eval.row_predictions import read_rows
     rows = read_rows("runs/ce/lightning_logs/version_1/rows.npz")
     test = rows["test"]                      # {"idx", "y", "a", "pred", "proba", "leak_h", "leak_yhat"}
     accuracy = (test["pred"] == test["y"]).mean()

@@ -21,7 +21,7 @@ import traceback
 from pathlib import Path
 
 from faircl import __version__
-from faircl.cli.names import CLIError, expand_configs, option_value, shipped_configs
+from faircl.cli.config_files import CLIError, expand_configs, option_value, shipped_configs
 from faircl.cli.ranks import end_ranks
 
 TRAINING = ("fit", "validate", "test", "predict")

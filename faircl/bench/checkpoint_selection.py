@@ -21,7 +21,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from faircl.cli.names import CLIError
+from faircl.cli.config_files import CLIError
 
 __all__ = ["RULES", "check_selection", "describe", "pick_epoch", "selection_callbacks"]
 

@@ -19,7 +19,7 @@ seed (same seed = same data order, initialisation and test rows for both) in fiv
    variance counts each noise of the seeds × rows design once: the seeds' spread (the paired t-test's ``s² / S``,
    which holds training noise and each seed's own row noise) plus the row noise every seed shares (the covariance
    between seeds over a bootstrap of the rows shared by every seed and both models). The interval and p-value are
-   Student-t on ``S − 1`` df (see :mod:`faircl.eval.compare_stats` for the decomposition and why not
+   Student-t on ``S − 1`` df (see :mod:`faircl.eval.statistics` for the decomposition and why not
    Satterthwaite's df). From per-seed summary numbers only, :func:`paired_seed_comparison` is the paired t-test.
 3. **Holm–Bonferroni** (:func:`holm`) over every claim of one family (a results file) that has a p-value.
 4. **At what cost?** Utility is non-inferior only if the *lower bound* of its change's interval is ≥ −``margin``.
@@ -38,7 +38,7 @@ included). All values are fractions (0.045 = 4.5 points); negative effects are r
 
 Example (per-row predictions, e.g. the ``predictions.csv`` of ``faircl predict`` for each seed)::
 
-    from faircl.eval.compare import SplitPredictions, claim_from_predictions, decide
+    from faircl.eval.verdicts import SplitPredictions, claim_from_predictions, decide
 
     ev = claim_from_predictions("ConFair lowers GAP vs CE", SplitPredictions(y, a, ce_test_preds),
                                 SplitPredictions(y, a, confair_test_preds), SplitPredictions(y_val, a_val, ce_val_preds),
@@ -57,7 +57,7 @@ from typing import Sequence
 
 import numpy as np
 
-from faircl.eval.compare_stats import (GAP_METRICS, BiasTest, Effect, bias_is_real, confusion_from_rows,
+from faircl.eval.statistics import (GAP_METRICS, BiasTest, Effect, bias_is_real, confusion_from_rows,
                                        gap_from_confusion, holds_detectable_effect, holm, leakage_null,
                                        minimum_detectable_effect, paired_bootstrap, paired_seed_comparison,
                                        permutation_null)

@@ -17,8 +17,8 @@ from faircl.bench.runner import RunTask
 from faircl.bench.spec import Protocol
 from faircl.cli.compare import read_run
 from faircl.eval.baseline import BaselineResult, compare_to_baseline, decide_family
-from faircl.eval.compare import ClaimEvidence
-from faircl.eval.compare_stats import paired_seed_comparison
+from faircl.eval.verdicts import ClaimEvidence
+from faircl.eval.statistics import paired_seed_comparison
 from faircl.eval.tradeoff import Setting
 
 __all__ = ["ClaimRow", "decide_bench", "write_results"]
@@ -41,7 +41,7 @@ class ClaimRow:
     method_gap: float
     baseline_utility: float
     method_utility: float
-    verdict: Any = None  # faircl.eval.compare.Verdict
+    verdict: Any = None  # faircl.eval.verdicts.Verdict
     from_rows: bool = True
     wall_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
