@@ -14,7 +14,7 @@ from faircl.cli.dispatch import main
 from faircl.cli.config_files import CLIError, resolve_config, shipped_configs
 
 _LAZY = {"FairCLI": "faircl.cli.app", "check_names": "faircl.cli.app", "datamodules": "faircl.cli.app",
-         "run_cli": "faircl.cli.app", "find_checkpoint": "faircl.cli.runs"}
+         "run_cli": "faircl.cli.app", "find_checkpoint": "faircl.cli.checkpoint_lookup"}
 
 __all__ = ["CLIError", "FairCLI", "check_names", "datamodules", "find_checkpoint", "main", "resolve_config",
            "run_cli", "shipped_configs"]

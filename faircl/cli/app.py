@@ -17,7 +17,6 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-import sys
 import warnings
 from functools import partial, update_wrapper
 from pathlib import Path
@@ -30,13 +29,14 @@ from lightning.pytorch.loggers import CSVLogger
 
 import faircl.data
 from faircl.checkpoints import AtomicCheckpointIO, CheckpointError, FairCheckpoint, check_checkpoint
-from faircl.cli.outputs import PredictionFiles
 from faircl.cli.run_records import fit_record_of, run_record
-from faircl.cli.runs import (LINKED, UNTRAINED, CarryBest, CLIError, ConfiguredOptimizer, ResumeHint,
-                             argument_leaves, check_linked, checkpoint_class, checkpoint_dict, checkpoint_epoch,
-                             config_filename, config_files, epochs_trained, expand_configs, given_model_options,
-                             guard_outputs, linked_values_given, option_value, read_config, resolve_ckpt_path, say,
-                             set_argument_leaf, sets_optimizer_lr, short_name)
+from faircl.cli.callbacks import CarryBest, ConfiguredOptimizer, ResumeHint, say
+from faircl.cli.checkpoint_lookup import (UNTRAINED, checkpoint_class, checkpoint_dict, checkpoint_epoch,
+                                          epochs_trained, resolve_ckpt_path, short_name)
+from faircl.cli.config_files import CLIError, option_value, read_config, resolve_configs
+from faircl.cli.given_options import (LINKED, argument_leaves, check_linked, given_model_options, linked_values_given,
+                                      set_argument_leaf, sets_optimizer_lr)
+from faircl.cli.outputs import PredictionFiles, config_filename, guard_outputs
 from faircl.data.base import FairDataModule
 from faircl.eval.report import print_report, write_report
 from faircl.eval.report_plot import plot_report
@@ -54,7 +54,7 @@ QUIET = (r".*does not have many workers.*", r".*smaller than the logging interva
          # the metrics faircl logs are already global (torchmetrics states synced across processes; the stage is the
          # same on every rank; the train terms are logged with sync_dist): Lightning's advice to sync is moot
          r"(?s).*self\.log\('(val|test|train)/.*sync_dist=True.*", r"(?s).*self\.log\('stage'.*sync_dist=True.*")
-#: On ``fit --ckpt_path``: the checkpoint callback starts in a new folder, and :class:`~faircl.cli.runs.CarryBest`
+#: On ``fit --ckpt_path``: the checkpoint callback starts in a new folder, and :class:`~faircl.cli.callbacks.CarryBest`
 #: carries the best of the resumed run over (Lightning says it would not).
 RESUME_QUIET = r"(?s).*The dirpath has changed from.*won't be reloaded.*"
 #: Lines of Lightning's log that say nothing to a faircl user: the promotion of a hosted logging service, printed by
@@ -70,7 +70,7 @@ TRAINER_DEFAULTS = {
 
 
 class _SaveConfig(SaveConfigCallback):
-    """Saves the run's config (:func:`~faircl.cli.runs.config_filename`: ``config.yaml``, or
+    """Saves the run's config (:func:`~faircl.cli.outputs.config_filename`: ``config.yaml``, or
     ``config.<command>.yaml`` for a command other than ``fit`` without a logger); the CLI has already refused to
     overwrite an earlier run's file (``--overwrite``)."""
 
@@ -400,8 +400,7 @@ def _prepare(argv: list[str]) -> tuple[list[str], dict[str, Any]]:
     Returns (argv, FairCLI options)."""
     overwrite = "--overwrite" in argv
     argv = [a for a in argv if a != "--overwrite"]
-    argv = expand_configs(argv)
-    files = config_files(argv)
+    argv, files = resolve_configs(argv)
     configs = [read_config(p) for p in files]
     check_names(argv, configs)
     _check_accelerator(argv, configs)

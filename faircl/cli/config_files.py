@@ -1,5 +1,6 @@
 """Names and files of the ``faircl`` command that need neither torch nor Lightning: the usage error, the shipped
-configs by name, reading a config file and options of a command line (``faircl configs`` runs on these alone)."""
+configs by name (resolved once, before a parser reads the command line), reading a config file, and the value of an
+option that faircl checks before LightningCLI parses (``faircl configs`` runs on these alone)."""
 
 from __future__ import annotations
 
@@ -36,15 +37,18 @@ def resolve_config(value: str) -> str:
                    "`faircl configs`)")
 
 
-def expand_configs(argv: list[str]) -> list[str]:
-    """``argv`` with every ``--config`` value replaced by a file path (see :func:`resolve_config`)."""
-    out = list(argv)
+def resolve_configs(argv: list[str]) -> tuple[list[str], list[Path]]:
+    """``argv`` with every ``--config`` value replaced by its file (:func:`resolve_config`), and those files in order:
+    the one place where a command line's config names are resolved, before a parser reads them."""
+    out, files = list(argv), []
     for i, arg in enumerate(out):
         if arg == "--config" and i + 1 < len(out):
             out[i + 1] = resolve_config(out[i + 1])
+            files.append(Path(out[i + 1]))
         elif arg.startswith("--config="):
             out[i] = "--config=" + resolve_config(arg.split("=", 1)[1])
-    return out
+            files.append(Path(out[i].split("=", 1)[1]))
+    return out, files
 
 
 def option_value(argv: list[str], name: str) -> str | None:
@@ -56,17 +60,6 @@ def option_value(argv: list[str], name: str) -> str | None:
         elif arg.startswith(f"--{name}="):
             value = arg.split("=", 1)[1]
     return value
-
-
-def config_files(argv: list[str]) -> list[Path]:
-    """The config files named by ``--config`` in ``argv`` (already resolved by :func:`expand_configs`)."""
-    files = []
-    for i, arg in enumerate(argv):
-        if arg == "--config" and i + 1 < len(argv):
-            files.append(Path(argv[i + 1]))
-        elif arg.startswith("--config="):
-            files.append(Path(arg.split("=", 1)[1]))
-    return [f for f in files if f.is_file()]
 
 
 def read_config(path: str | Path) -> dict[str, Any]:

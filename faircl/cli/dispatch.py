@@ -10,18 +10,20 @@ traceback with ``--debug`` or ``FAIRCL_DEBUG=1``), 1 on any other failure (with 
 
 from __future__ import annotations
 
+import argparse
+import errno
 import importlib
 import importlib.util
-import errno
 import os
-import re
 import signal
 import sys
 import traceback
-from pathlib import Path
+import typing
+from types import TracebackType, UnionType
+from typing import Any
 
 from faircl import __version__
-from faircl.cli.config_files import CLIError, expand_configs, option_value, shipped_configs
+from faircl.cli.config_files import CLIError, option_value, read_config, resolve_configs, shipped_configs
 from faircl.cli.ranks import end_ranks
 
 TRAINING = ("fit", "validate", "test", "predict")
@@ -60,21 +62,30 @@ Examples:
 CONFIGS_USAGE = ("usage: faircl configs\n"
                  "  list the configs shipped with faircl, one name a line (<method>/<dataset>); a name works with\n"
                  "  --config from any directory, e.g. faircl fit --config confair/biased_features")
-EXPORT_USAGE = ("usage: faircl export --ckpt_path <file.ckpt | best | last> [--root DIR] --out DIR [--overwrite]\n"
-                "  best / last: the newest run under --root (default: the current directory)")
+
+
+def export_parser() -> Any:
+    """The parser of ``faircl export`` (jsonargparse; its errors are raised, one line, exit status 2)."""
+    from jsonargparse import ArgumentParser  # deferred: `faircl --help` answers without it
+
+    p = ArgumentParser(prog="faircl export", exit_on_error=False, default_env=False,
+                       description="Save the text encoder of a checkpoint as a Hugging Face folder.")
+    p.add_argument("--ckpt_path", type=str, required=True,
+                   help="a checkpoint file, or best | last: the newest run under --root")
+    p.add_argument("--root", type=str, default=".", help="where best / last look for runs (default: this folder)")
+    p.add_argument("--out", type=str, required=True, help="the folder to write")
+    p.add_argument("--overwrite", action="store_true", help="replace the files of an earlier export in --out")
+    return p
 
 
 def _export(argv: list[str]) -> None:
-    if "-h" in argv or "--help" in argv:
-        print(EXPORT_USAGE)
-        return
-    ckpt, out = option_value(argv, "ckpt_path"), option_value(argv, "out")
-    if not ckpt or not out:
-        raise CLIError(EXPORT_USAGE.replace("\n", ";"))
-    from faircl.cli import outputs, runs  # deferred: torch and Lightning, only for this command
+    opts = export_parser().parse_args(argv)
+    from faircl.cli import checkpoint_lookup, outputs  # deferred: torch and Lightning, only for this command
+
+    ckpt = opts.ckpt_path
     if ckpt in ("best", "last"):
-        ckpt = str(runs.find_checkpoint(option_value(argv, "root") or ".", ckpt))
-    path = outputs.export_encoder(ckpt, out, overwrite="--overwrite" in argv)
+        ckpt = str(checkpoint_lookup.find_checkpoint(opts.root, ckpt))
+    path = outputs.export_encoder(ckpt, opts.out, overwrite=opts.overwrite)
     print(f"encoder of {ckpt} exported to {path}")
 
 
@@ -85,15 +96,14 @@ def _findml(argv: list[str]) -> None:
         findml.main(["--help"])
         return
     given_config = option_value(argv, "config")
-    argv = expand_configs(argv)
+    argv, files = resolve_configs(argv)
     ckpt = option_value(argv, "ckpt")
     if ckpt is not None:
         # a missing, corrupt or unsafe file, or a checkpoint of another method than the config's: one line, before
         # any data is read
-        from faircl.cli.runs import checkpoint_class, checkpoint_dict, read_config, short_name  # deferred: torch
+        from faircl.cli.checkpoint_lookup import checkpoint_class, checkpoint_dict, short_name  # deferred: torch
         stored = short_name(checkpoint_class(checkpoint_dict(ckpt)))
-        config = option_value(argv, "config")
-        wanted = short_name(read_config(config).get("model")) if config and Path(config).is_file() else None
+        wanted = short_name(read_config(files[-1]).get("model")) if files else None
         if wanted and stored and wanted != stored:
             raise CLIError(f"--ckpt {ckpt} holds a {stored} model, but --config {given_config} is a config of {wanted}: "
                            f"pass a config of {stored} (`faircl configs` lists them), or a checkpoint of {wanted}")
@@ -117,7 +127,7 @@ def _train(argv: list[str]) -> None:
     except SystemExit:
         # Lightning turns Ctrl-C during a run into exit status 1 after a graceful shutdown: report it as the
         # interruption it is (130), with how to resume
-        from faircl.cli.runs import interruption  # deferred: torch and Lightning
+        from faircl.cli.callbacks import interruption  # deferred: torch and Lightning
 
         said = interruption()
         if said is None:
@@ -131,8 +141,6 @@ def _train(argv: list[str]) -> None:
             end_ranks(getattr(cli, "trainer", None))  # the command ends when every rank it started has ended
 
 
-#: jsonargparse's wrapper around the error a class raised while it was built from the options
-UNION_FAILURE = "Does not validate against any of the Union subtypes"
 #: what an operating system says when the user may not write (or read) a path
 _DENIED = (errno.EACCES, errno.EPERM, errno.EROFS)
 
@@ -162,58 +170,103 @@ def is_usage_error(err: BaseException) -> bool:
     return any(c.__name__ == "MisconfigurationException" for c in type(err).__mro__)
 
 
-def _wrapped_reason(err: BaseException) -> BaseException | None:
-    """The error a class raised inside jsonargparse's "Does not validate against any of the Union subtypes" (a
-    method's or datamodule's own check, e.g. "batch_size must be >= 1, got 0"), or ``None``."""
-    seen: set[int] = set()
-    inner: BaseException | None = err
-    while inner is not None and UNION_FAILURE in str(inner) and id(inner) not in seen:
-        seen.add(id(inner))
-        inner = inner.__cause__ or inner.__context__
-    return inner if inner is not None and inner is not err else None
+def _chain(err: BaseException) -> list[BaseException]:
+    """``err`` and the exceptions it was raised from or while handling (``__cause__`` / ``__context__``), outer first."""
+    chain: list[BaseException] = []
+    while err is not None and all(err is not seen for seen in chain):
+        chain.append(err)
+        err = err.__cause__ or err.__context__
+    return chain
 
 
-def _argument_message(text: str) -> str | None:
-    """One line from the parser's multi-line message: which option, the value given and what was expected."""
-    key = re.search(r'Parser key "([^"]+)"', text)
-    if key is None:
-        return None
-    nested = re.search(r"NestedArg\(key='([^']+)', val='([^']*)'", text)
-    if nested is not None:
-        return (f"--{key.group(1)}.init_args.{nested.group(1)} {nested.group(2)}: not accepted by the chosen "
-                f"{key.group(1)} (no such argument, or a value of the wrong type; its arguments: "
-                f"faircl fit --{key.group(1)}.help <class name>)")
-    given = re.search(r"Given value: (.+)", text)
-    subtypes = re.search(r"Subtypes: \[(.*?)\]", text)
-    expected = [t.rsplit(".", 1)[-1].replace("NoneType", "null")
-                for t in re.findall(r"<class '([\w.]+)'>", subtypes.group(1) if subtypes else "")]
-    if given is not None and expected:
-        return f"--{key.group(1)} {given.group(1).strip()}: not a valid value (expected {' or '.join(expected)})"
+def _frames(tb: TracebackType | None) -> list[Any]:
+    frames = []
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    return frames
+
+
+def _raised_by_parser(err: BaseException) -> bool:
+    """Whether the parser (jsonargparse or argparse) raised ``err`` itself, not a class it was building."""
+    frames = _frames(err.__traceback__)
+    module = frames[-1].f_globals.get("__name__", "") if frames else ""
+    return module.split(".")[0] in ("jsonargparse", "argparse")
+
+
+def _owner(err: BaseException) -> str | None:
+    """The class whose ``__init__`` raised ``err`` (the instance being built, so a subclass's name when the check is
+    in its base), or ``None``."""
+    for frame in reversed(_frames(err.__traceback__)):
+        owner = frame.f_locals.get("self")
+        if frame.f_code.co_name == "__init__" and owner is not None:
+            return type(owner).__name__
     return None
 
 
+def _type_name(hint: Any) -> str:
+    if hint is type(None):
+        return "null"
+    args = typing.get_args(hint)
+    if args and typing.get_origin(hint) in (typing.Union, UnionType):
+        return " or ".join(_type_name(a) for a in args)
+    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+
+
+def _refused_option(chain: list[BaseException]) -> str | None:
+    """For a value the parser refused: the option, the value given and what was expected, from the parser's actions
+    that were checking it when the error rose (each on the traceback, with the value in hand), outer option first."""
+    checks: list[tuple[argparse.Action, Any]] = []
+    for exc in chain:
+        for frame in _frames(exc.__traceback__):
+            action = frame.f_locals.get("self")
+            if isinstance(action, argparse.Action) and "orig_val" in frame.f_locals:
+                if all(action is not seen for seen, _ in checks):
+                    checks.append((action, frame.f_locals["orig_val"]))
+    if not checks:
+        return None
+    outer, inner = checks[0][0], checks[-1][0]
+    value = checks[-1][1]
+    if type(value).__name__ == "NestedArg":  # `--model.init_args.X V` (jsonargparse's NestedArg(key, val)), X unknown
+        return (f"--{outer.dest}.init_args.{value.key} {value.val}: not accepted by the chosen {outer.dest} (no such "
+                f"argument, or a value of the wrong type; its arguments: faircl fit --{outer.dest}.help <class name>)")
+    option = ".init_args.".join(action.dest for action, _ in checks)
+    hint = getattr(inner, "_typehint", None) or inner.type
+    expected = f" (expected {_type_name(hint)})" if hint is not None else ""
+    return f"--{option} {value}: not a valid value{expected}"
+
+
 def user_message(err: BaseException) -> str:
-    """The one line that tells the user what is wrong (without the ``faircl: error:`` prefix): the message of a
-    :class:`CLIError`; for an option the parser rejects, the option, its value and what was expected; for a class
-    that refused its arguments, the class and its own message (not jsonargparse's "Does not validate against any of
-    the Union subtypes"); for a path the user may not write, the path. Shared by every command (``faircl sweep``
-    too)."""
-    text = str(err).strip()
+    """The one line that tells the user what is wrong (without the ``faircl: error:`` prefix), taken from the
+    exception and those it was raised from: the message of a :class:`CLIError`; for a class that refused its
+    arguments while the parser built it, the class and its own message (a method's or datamodule's check, e.g.
+    "BiasedFeatures: batch_size must be >= 1, got 0", not the parser's union wrapper around it); for a value the
+    parser refused, the option, its value and what was expected; for a path the user may not write, the path.
+    Shared by every command (``faircl sweep`` and ``faircl bench`` too)."""
     if isinstance(err, CLIError):
-        return text
+        return str(err).strip()
     if _is_denied(err) and isinstance(err, OSError):
         path = err.filename if err.filename is not None else ""
         return (f"{str(path)!r}: {err.strerror or 'permission denied'}; choose a folder you may write to "
                 "(--trainer.default_root_dir DIR, --out DIR) or change its permissions")
-    if type(err).__name__ == "ArgumentError" and _argument_message(text):
-        return str(_argument_message(text))
-    reason = _wrapped_reason(err) if UNION_FAILURE in text else None
-    if reason is not None:
-        found = re.search(r"class_path='([\w.]+)'", text)
-        owner = f"{found.group(1).rsplit('.', 1)[-1]}: " if found else ""
+    chain = _chain(err)
+    if _raised_by_parser(chain[-1]) or len(chain) == 1:
+        reason = None
+    else:  # the innermost error, raised by a class the parser was building (or by faircl), is the reason
+        reason = chain[-1]
+    if reason is not None and any(_raised_by_parser(e) for e in chain[:-1]):
+        if isinstance(reason, CLIError):
+            return str(reason).strip()
         said = " ".join(ln.strip() for ln in str(reason).splitlines() if ln.strip())[:600]
-        return owner + (said if isinstance(reason, (ValueError, TypeError)) and said else user_message(reason))
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        if isinstance(reason, (ValueError, TypeError)) and said:
+            owner = _owner(reason)
+            return f"{owner}: {said}" if owner else said
+        return user_message(reason)
+    if type(err).__name__ == "ArgumentError":
+        refused = _refused_option(chain)
+        if refused is not None:
+            return refused
+    lines = [ln.strip() for ln in str(err).strip().splitlines() if ln.strip()]
     first = " ".join(lines[:2])[:600] if lines else ""
     return f"{type(err).__name__}: {first}" if type(err).__name__ != "MisconfigurationException" else first
 

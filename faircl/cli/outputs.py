@@ -1,4 +1,5 @@
-"""What ``faircl predict`` and ``faircl export`` write."""
+"""What the ``faircl`` command writes: the config file of a command, no overwriting of an earlier run's outputs,
+the files of ``faircl predict`` and the encoder folder of ``faircl export``."""
 
 from __future__ import annotations
 
@@ -12,11 +13,31 @@ import torch.distributed as dist
 from lightning.pytorch.callbacks import BasePredictionWriter
 
 from faircl.checkpoints import CheckpointError, check_checkpoint
-from faircl.cli.runs import CLIError
+from faircl.cli.config_files import CLIError
 from faircl.methods.base import FairModule
 from faircl.models.encoders import HFTextEncoder
 
 KEEP = ("logits", "h", "z", "y", "a", "idx")
+
+
+def guard_outputs(directory: str | Path | None, names: tuple[str, ...], overwrite: bool) -> None:
+    """Refuse to write over the outputs of an earlier run in ``directory`` unless ``overwrite``."""
+    if directory is None:  # no log folder (fast_dev_run): nothing is written
+        return
+    directory = Path(directory)
+    existing = [n for n in names if (directory / n).exists() and (not (directory / n).is_dir()
+                                                                  or any((directory / n).iterdir()))]
+    if existing and not overwrite:
+        raise CLIError(f"{str(directory)!r} already holds {', '.join(existing)} of an earlier run; pass --overwrite "
+                       "to replace them, or choose another --trainer.default_root_dir (with a logger, every run gets "
+                       "its own version folder)")
+
+
+def config_filename(subcommand: str, has_logger: bool) -> str:
+    """The config file a command writes: ``config.yaml`` in its own version folder when a logger makes one;
+    without a logger every command shares ``default_root_dir``, so each keeps its own file (``config.yaml`` for
+    ``fit``, ``config.<command>.yaml`` otherwise) and a ``test`` never touches the ``fit`` config."""
+    return "config.yaml" if has_logger or subcommand == "fit" else f"config.{subcommand}.yaml"
 
 
 class PredictionFiles(BasePredictionWriter):

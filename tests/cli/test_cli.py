@@ -56,8 +56,14 @@ def test_every_shipped_config_fits_and_tests(config, tmp_path, monkeypatch):
     model = ((yaml.safe_load(Path(resolve_config(config)).read_text()) or {}).get("model") or {})
     if str(model.get("class_path", "")).rsplit(".", 1)[-1] == "CCD":
         common.append("--model.init_args.rho_max_rows=64")  # ρ from 64 tuples, not 1,024 (MiniLM: ~30 s saved)
-    run_cli(["fit", *common])
+    fit = run_cli(["fit", *common])
+    assert fit.trainer.state.finished and fit.trainer.global_step >= 1  # it trained (one batch: fast_dev_run)
+    assert not list(tmp_path.rglob("report.json"))
     run_cli(["test", *common])
+    reports = list(tmp_path.rglob("report.json"))  # the test wrote its fairness report
+    assert len(reports) == 1, reports
+    metrics = json.loads(reports[0].read_text())["metrics"]
+    assert "accuracy" in metrics and any(key.startswith("group_accuracy/") for key in metrics), sorted(metrics)
 
 
 def test_class_name_selection_and_report(in_tmp):
@@ -270,7 +276,7 @@ def test_a_corrupt_checkpoint_is_one_line(in_tmp, capsys):
 def test_best_checkpoint_comes_from_the_final_stage(tmp_path):
     import lightning as L
 
-    from faircl.cli.runs import FairCheckpoint
+    from faircl.checkpoints import FairCheckpoint
     from faircl.data.synthetic import BiasedFeatures
     from faircl.methods import CE
     from faircl.testing import quiet_trainer_kwargs

@@ -277,7 +277,7 @@ def test_an_interrupted_run_gives_ctrl_c_back_to_the_caller(monkeypatch):
     """Lightning ignores SIGINT after its graceful shutdown; ``main`` restores it, so a notebook (and every process
     it starts later) can still be interrupted."""
     import faircl.cli.app as app
-    import faircl.cli.runs as runs
+    import faircl.cli.callbacks as callbacks
 
     def interrupted_fit(args):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # what Lightning's shutdown leaves behind
@@ -285,7 +285,7 @@ def test_an_interrupted_run_gives_ctrl_c_back_to_the_caller(monkeypatch):
 
     previous = signal.getsignal(signal.SIGINT)
     monkeypatch.setattr(app, "run_cli", interrupted_fit)
-    monkeypatch.setattr(runs, "interruption", lambda: "resume with --ckpt_path last")
+    monkeypatch.setattr(callbacks, "interruption", lambda: "resume with --ckpt_path last")
     try:
         assert main(["fit", "--model", "CE", "--data", "BiasedFeatures"]) == 130
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
