@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.faircl-installed
 
-.PHONY: install demo test test-e2e test-fast test-long docs bench clean
+.PHONY: install demo lint test test-e2e test-fast test-long docs bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,10 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m faircl.demo
+
+# The linter (ruff, from the test extra; its rules are in pyproject.toml's [tool.ruff]).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check faircl
 
 # faircl's bytecode first: where PYTHONDONTWRITEBYTECODE is set, every process the tests start (console commands,
 # DDP ranks, the run pool's server) would otherwise compile faircl again.

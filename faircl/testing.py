@@ -32,7 +32,7 @@ def rerun_on_exit_abort(test: Callable[..., None]) -> Callable[..., None]:
     def run(*args, **kwargs):
         try:
             return test(*args, **kwargs)
-        except Exception as err:  # noqa: BLE001 - re-raised unless it is the abort
+        except Exception as err:  # any failure: re-raised unless it is the abort
             text = str(err)
             if not any(s in text for s in EXIT_ABORT):
                 raise

@@ -74,7 +74,6 @@ def contrastive_terms(
     Returns:
         ``(neg_log_prob_sum, num_positives)``, both ``[B]``; the first is float, 0 where ``|P(i)| = 0``.
     """
-    n = z.shape[0]
     with full_precision(z.device.type):
         zf = as_float(z)
         if normalize:

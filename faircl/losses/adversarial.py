@@ -101,8 +101,8 @@ def diversity_loss(hidden_states: Sequence[torch.Tensor] | torch.Tensor, eps: fl
     units = [_centred_unit_rows(h, eps) for h in hs]
     loss = units[0].new_zeros(())
     for k in range(len(units)):
-        for l in range(k + 1, len(units)):
-            loss = loss + (units[k].T @ units[l]).pow(2).mean()
+        for j in range(k + 1, len(units)):
+            loss = loss + (units[k].T @ units[j]).pow(2).mean()
     return loss
 
 
@@ -154,8 +154,8 @@ def difference_loss(hidden_states: Sequence[torch.Tensor] | torch.Tensor, form: 
         units.append(h / (h.norm(dim=1, keepdim=True).detach() + eps))
     loss = units[0].new_zeros(())
     for k in range(len(units)):
-        for l in range(k + 1, len(units)):
-            loss = loss + (units[k] @ units[l].T).pow(2).mean()
+        for j in range(k + 1, len(units)):
+            loss = loss + (units[k] @ units[j].T).pow(2).mean()
     return loss
 
 

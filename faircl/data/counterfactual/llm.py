@@ -57,7 +57,7 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """Never follow a redirect: urllib would repeat the ``Authorization`` header to the new location, which may be
     another host. The 3xx reply surfaces as an ``HTTPError`` and is rejected."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: D102 - urllib hook
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # urllib's hook: no new request
         return None
 
 

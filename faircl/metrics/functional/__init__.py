@@ -35,7 +35,7 @@ on the (tiny) count tensors runs in plain Python floats. ``benchmarks/metrics.py
 
 from faircl.metrics.functional.counting import (
     CHUNK_ROWS,
-    _count_blocks,
+    _count_blocks as _count_blocks,  # not public: tests/metrics/test_functional.py checks it here
     as_class_ids,
     check_inputs,
     check_labels,
