@@ -2,13 +2,12 @@
 
 For every method in :data:`METHOD_ROWS` the hook writes ``generated/results/<Method>.md`` (into a temporary folder
 added to the ``pymdownx.snippets`` base paths), which a method page includes with
-``--8<-- "generated/results/<Method>.md"``. The snippet holds, straight from ``benchmarks/results/``:
+``--8<-- "generated/results/<Method>.md"``. The snippet holds, straight from the results folders of
+``benchmarks/performance/`` and ``benchmarks/reproduction/``:
 
-- the rows of the overhead tables (``overhead*.md``, archived ``*_before.md`` files left out) for CE and the method,
-  under the table's own header;
+- the rows of the overhead tables (``overhead*.md``) for CE and the method, under the table's own header;
 - the rows of the benchmark tables (``*_bench.md``: the ``faircl bench`` record, the tables whose header starts with
-  ``| claim |``) whose claim names the method, each with the removed script's verdict beside the bench's;
-- a link to the scripts' frozen records (``*_fairness.md``), which the bench files were checked against.
+  ``| claim |``) whose claim names the method.
 
 Nothing is copied by hand: regenerating a results file changes the pages at the next build. A method without rows
 says so. Run ``python docs/hooks.py ConFair`` to print one snippet.
@@ -27,12 +26,13 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
-OVERHEAD_GLOB = "overhead*.md"  # every overhead table but the archived ones (*_before.md)
-#: the benchmark record: ``faircl bench`` invocations (``benchmarks/*_bench.py``)
+#: the results folders read: the performance benchmarks' (overhead) and the reproduction benchmarks' (claims)
+RESULTS = (REPO / "benchmarks" / "performance" / "results", REPO / "benchmarks" / "reproduction" / "results")
+OVERHEAD_GLOB = "overhead*.md"
+#: the benchmark record: ``faircl bench`` invocations (``benchmarks/reproduction/*_bench.py``)
 BENCH_FILES = ("text_bench.md", "vision_bench.md", "embedding_bench.md")
-#: the removed scripts' records, frozen (linked from every page, not parsed)
-FAIRNESS_FILES = ("text_fairness.md", "vision_fairness.md", "embedding_fairness.md")
+#: the record of the scripts that preceded ``faircl bench`` (linked from every page, not parsed)
+ARCHIVE = REPO / "benchmarks" / "reproduction" / "results" / "archive.md"
 #: Method → (regex for the first cell of an overhead / per-protocol row, regex for a summary claim, note).
 METHOD_ROWS: dict[str, tuple[str, str, str]] = {
     "CE": (r"^CE$", r"\bvs CE\b", "CE is the baseline of these claims (each Δ is the method's value minus CE's)."),
@@ -81,13 +81,29 @@ def tables(md: str) -> list[tuple[str, list[str]]]:
     return out
 
 
-def overhead_files(results: Path = RESULTS) -> list[str]:
+def _folders(results: Path | tuple[Path, ...]) -> tuple[Path, ...]:
+    return (results,) if isinstance(results, Path) else tuple(results)
+
+
+def _find(name: str, results: Path | tuple[Path, ...]) -> Path:
+    """The results file ``name`` in the first of the folders that has it (the last folder's path when none has)."""
+    folders = _folders(results)
+    return next((f / name for f in folders if (f / name).is_file()), folders[-1] / name)
+
+
+def overhead_files(results: Path | tuple[Path, ...] = RESULTS) -> list[str]:
     """The overhead results files present, by name."""
-    return sorted(p.name for p in results.glob(OVERHEAD_GLOB) if not p.stem.endswith("_before"))
+    return sorted({p.name for f in _folders(results) for p in f.glob(OVERHEAD_GLOB)})
 
 
-def _link(name: str) -> str:
-    return f"[`{name}`](../benchmarks/results/{name})"
+def _link(path: Path) -> str:
+    """A link from a method page to a results file (its place under ``docs/benchmarks/``, which links each results
+    folder at the same path as in the repository)."""
+    try:
+        target = "../" + path.resolve().relative_to(REPO.resolve()).as_posix()
+    except ValueError:  # a folder outside the repository (a test's)
+        target = path.name
+    return f"[`{path.name}`]({target})"
 
 
 def _heading(context: str) -> str:
@@ -95,27 +111,27 @@ def _heading(context: str) -> str:
     return context.lstrip("#").strip()
 
 
-def cost_rows(method: str, results: Path = RESULTS) -> list[str]:
+def cost_rows(method: str, results: Path | tuple[Path, ...] = RESULTS) -> list[str]:
     """The overhead-table rows of CE and ``method`` (with each table's header), from ``overhead*.md``."""
     row_re = re.compile(METHOD_ROWS[method][0])
     out: list[str] = []
     for name in overhead_files(results):
-        path = results / name
+        path = _find(name, results)
         for context, table in tables(path.read_text()):
             mine = [ln for ln in table[2:] if row_re.search(_first_cell(ln))]
             if not mine:
                 continue
             base = [ln for ln in table[2:] if _first_cell(ln) == "CE" and ln not in mine]
-            out += [f"From {_link(name)}: {_heading(context)}", "", *table[:2], *base, *mine, ""]
+            out += [f"From {_link(path)}: {_heading(context)}", "", *table[:2], *base, *mine, ""]
     return out
 
 
-def finding_rows(method: str, results: Path = RESULTS) -> list[str]:
+def finding_rows(method: str, results: Path | tuple[Path, ...] = RESULTS) -> list[str]:
     """The rows of the benchmark tables (``*_bench.md``) whose claim names ``method``, under each table's header."""
     claim_re, note = re.compile(METHOD_ROWS[method][1]), METHOD_ROWS[method][2]
     out: list[str] = []
     for name in BENCH_FILES:
-        path = results / name
+        path = _find(name, results)
         if not path.is_file():
             continue
         for _, table in tables(path.read_text()):
@@ -123,24 +139,20 @@ def finding_rows(method: str, results: Path = RESULTS) -> list[str]:
                 continue
             mine = [ln for ln in table[2:] if claim_re.search(_cells(ln)[0])]
             if mine:
-                out += [f"Claims judged in {_link(name)}{': ' + note if note else ''}", "", *table[:2], *mine, ""]
+                out += [f"Claims judged in {_link(path)}{': ' + note if note else ''}", "", *table[:2], *mine, ""]
     return out
 
 
-def _records() -> str:
-    return ", ".join(_link(n) for n in FAIRNESS_FILES)
-
-
-def snippet(method: str, results: Path = RESULTS) -> str:
+def snippet(method: str, results: Path | tuple[Path, ...] = RESULTS) -> str:
     """The Markdown included by the method's page (cost, then findings)."""
+    measured = ", ".join(_link(_find(n, results)) for n in overhead_files(results))
     cost = cost_rows(method, results) or [
-        f"Not measured yet: no row for {method} in {', '.join(_link(n) for n in overhead_files(results)) or 'the overhead results'}.",
-        ""]
+        f"Not measured yet: no row for {method} in {measured or 'the overhead results'}.", ""]
     found = finding_rows(method, results) or [
-        f"The reproduction benchmarks ({', '.join(_link(n) for n in BENCH_FILES)}) test no claim about "
-        f"{method}.", ""]
-    frozen = [f"The *before* columns are the removed benchmark scripts' verdicts; their full records, with the "
-              f"per-protocol tables, stay frozen in {_records()}.", ""]
+        f"The reproduction benchmarks ({', '.join(_link(_find(n, results)) for n in BENCH_FILES)}) test no claim "
+        f"about {method}.", ""]
+    frozen = [f"The verdicts of the scripts that ran these benchmarks before `faircl bench` are kept in "
+              f"{_link(ARCHIVE).replace(f'`{ARCHIVE.name}`', 'the migration record')}.", ""]
     return "\n".join(["### Cost relative to CE", "", *cost, "### What the reproduction benchmarks found", "",
                       *found, *frozen])
 
@@ -150,7 +162,7 @@ def _column(header: str, *starts: str) -> int | None:
     return next((i for i, c in enumerate(cells) if c.startswith(starts)), None)
 
 
-def overview(results: Path = RESULTS) -> str:
+def overview(results: Path | tuple[Path, ...] = RESULTS) -> str:
     """One table over every method: its cost relative to CE and the verdicts of the claims that name it."""
     rows = ["| method | cost × CE (from `overhead*.md`) | claims tested: verdicts (from `*_bench.md`) |",
             "|---|---|---|"]
@@ -159,7 +171,7 @@ def overview(results: Path = RESULTS) -> str:
         costs = []
         row_re = re.compile(METHOD_ROWS[method][0])
         for name in overhead_files(results):
-            path = results / name
+            path = _find(name, results)
             for context, table in tables(path.read_text()):
                 col = _column(table[0], "× CE")
                 for ln in table[2:]:
@@ -168,8 +180,8 @@ def overview(results: Path = RESULTS) -> str:
         verdicts: dict[str, int] = {}
         col = None
         for line in finding_rows(method, results):
-            if line.startswith("| claim"):  # the bench's verdict column (the last column where there is none)
-                col = _column(line, "after: verdict", "verdict")
+            if line.startswith("| claim"):  # the bench's verdict column
+                col = _column(line, "verdict")
             elif line.startswith("|") and "**" in line and col is not None:
                 m = re.search(r"\*\*([^*]+)\*\*", _cells(line)[col])
                 if m:

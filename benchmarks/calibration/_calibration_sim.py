@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 from scipy import special
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from faircl.eval.verdicts import SplitPredictions, claim_from_predictions, decide  # noqa: E402
 

@@ -1,7 +1,7 @@
 """How often the verdict rule (:mod:`faircl.eval.verdicts`) is wrong, measured by simulation.
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/calibration.py                  # full: results/calibration.md
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/calibration.py --quick --out -   # the test suite's subset
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/calibration/calibration.py                  # full: results/calibration.md
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/calibration/calibration.py --quick --out -   # the test suite's subset
 
 Synthetic per-row predictions (:mod:`_calibration_sim`: 2,000 test and 1,000 validation rows, binary ``y`` and
 ``a``, 80% accuracy, ``tpr_gap_rms``, rows' difficulty shared by seeds and models with latent correlation 0.6) go
@@ -238,7 +238,7 @@ def main(argv=None) -> None:
         md = run_parallel(reps, args.jobs) if args.jobs > 1 else full(reps)
     wall = time.time() - t0
     head = ["# Calibration of the verdict rule", "",
-            "Regenerate: `OMP_NUM_THREADS=1 .venv/bin/python benchmarks/calibration.py"
+            "Regenerate: `OMP_NUM_THREADS=1 .venv/bin/python benchmarks/calibration/calibration.py"
             f"{' --quick' if args.quick else ''}`"
             f" — wall time {wall:.0f} s on a shared 2-core CPU (one thread). Protocol: 2,000 test / 1,000 validation "
             "rows, binary y and a, 80% accuracy, `tpr_gap_rms`, rows' difficulty shared by seeds and models (latent "

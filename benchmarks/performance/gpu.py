@@ -3,8 +3,8 @@
 1. ``bf16-mixed`` and ``16-mixed`` training of ConFair, SimCLR and PARADE (and ConFair with the gradient cache under
    ``16-mixed``) on a synthetic ``BiasedFeatures`` task: the train losses stay finite and the test metrics
    (accuracy, TPR-gap RMS) match the ``32-true`` run of the same seed within a tolerance.
-2. The loss ratios of ``benchmarks/losses.py`` (forward+backward time / log-sum-exp floor) and the metric ratios of
-   ``benchmarks/metrics.py`` (``GroupFairness`` vs a bincount floor, ``GroupRecallAtK`` vs a chunked matmul floor),
+2. The loss ratios of ``benchmarks/performance/losses.py`` (forward+backward time / log-sum-exp floor) and the metric ratios of
+   ``benchmarks/performance/metrics.py`` (``GroupFairness`` vs a bincount floor, ``GroupRecallAtK`` vs a chunked matmul floor),
    on CUDA tensors, timed with device synchronisation, interleaved (``metrics.interleaved`` / ``metrics.summarise``).
 3. Peak GPU memory (``torch.cuda.max_memory_allocated``) of one forward+backward of SupCon vs the batch size B:
    the dense ``[B, B]`` path, the block-wise path (``block_size``) and the log-sum-exp floor.
@@ -15,7 +15,7 @@
 
 Without CUDA it prints ``skipped: no CUDA`` and exits with 0. Sections 1-4 need no jsonargparse (5 does) and no nlpaug.
 
-    python benchmarks/gpu.py [--quick] [--write benchmarks/results/gpu.md]
+    python benchmarks/performance/gpu.py [--quick] [--write benchmarks/performance/results/gpu.md]
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def synced(fn: Callable[[], Any]) -> Callable[[], Any]:
 
 
 def loss_cases(batch: int, dim: int, device: torch.device) -> dict[str, Callable[[torch.Tensor], torch.Tensor]]:
-    """The cases of ``benchmarks/losses.py`` (same names, labels and τ) on ``device``."""
+    """The cases of ``benchmarks/performance/losses.py`` (same names, labels and τ) on ``device``."""
     from losses import TAU, make_cases
 
     # make_cases draws its ids on the CPU; rebuild the same closures with the ids moved to the device.
@@ -364,7 +364,7 @@ def cli_fit_test(config: str, accelerator: str, root: Path, epochs: int = 2) -> 
     for step, extra in (("fit", ["--trainer.max_epochs", str(epochs)]), ("test", ["--ckpt_path", "best"])):
         start = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "faircl.cli", step, *common, *extra],  # the repository's faircl
-                              cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True)
+                              cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True)
         r[f"{step}_s"], r[f"{step}_rc"] = time.perf_counter() - start, proc.returncode
         if proc.returncode:
             print("\n".join(proc.stderr.splitlines()[-8:]), flush=True)
@@ -412,7 +412,7 @@ def bench_cli(tol: float, accelerators: tuple[str, ...] = ("gpu", "cpu")) -> lis
 def to_markdown(prec, loss_rows, metric_rows, mem_rows, tol: float, same_rows=(), cli_rows=()) -> str:
     props = torch.cuda.get_device_properties(0)
     out = [f"# The GPU path\n\n{props.name}, {props.total_memory / 2**30:.0f} GiB; torch {torch.__version__}. "
-           "Produced by `python benchmarks/gpu.py`.\n",
+           "Produced by `python benchmarks/performance/gpu.py`.\n",
            "## Mixed-precision training\n",
            f"BiasedFeatures (d = 32), MLP encoder (128), batch 256, seed 0; test metrics vs the `32-true` run "
            f"(tolerance {tol}).\n",

@@ -6,8 +6,8 @@ the growth of its peak resident set size (``ru_maxrss``) over that baseline; the
 runs (``--small-repeats`` for B ≤ 4,096; CPU time of the process, best of). ``tracemalloc`` does not see torch's
 allocations, hence RSS.
 
-    python benchmarks/loss_memory.py                          # B = 512 … 16,384; d = 128; 1 thread
-    python benchmarks/loss_memory.py --sizes 1024 4096 --write benchmarks/results/losses.md
+    python benchmarks/performance/loss_memory.py                          # B = 512 … 16,384; d = 128; 1 thread
+    python benchmarks/performance/loss_memory.py --sizes 1024 4096 --write benchmarks/performance/results/losses.md
 
 Rows: the floor ``logsumexp(z @ z.T / τ, dim=1).sum()`` (what any softmax-contrastive loss must at least do),
 ``supcon_loss`` as users call it (dense up to ``DENSE_MAX_ROWS`` rows, streamed above), and the streamed path
@@ -25,7 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_timing.py, shared with startup.py
 import _timing as T  # noqa: E402
 
 TAU = 0.1
@@ -157,7 +157,7 @@ def main() -> None:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from gradient_cache import write_section
 
-        command = "python benchmarks/loss_memory.py " + " ".join(sys.argv[1:])
+        command = "python benchmarks/performance/loss_memory.py " + " ".join(sys.argv[1:])
         write_section(
             args.write,
             "## Contrastive losses: peak memory up to B = 16,384",

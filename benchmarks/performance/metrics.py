@@ -9,7 +9,7 @@
 
 Contenders run in turn within each repeat (A, B, A, B, ...); a ratio is the median over repeats of the time divided
 by the floor's time in the same repeat (with its interquartile range), so load on the machine hits both sides alike.
-Run: ``.venv/bin/python benchmarks/metrics.py [--quick] [--no-fairlearn] [--plot benchmarks/results/metrics.png]``.
+Run: ``.venv/bin/python benchmarks/performance/metrics.py [--quick] [--no-fairlearn] [--plot benchmarks/performance/results/metrics.png]``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_timing.py, shared with startup.py
 import _timing as T  # noqa: E402
 
 from faircl.metrics import GroupFairness, GroupRecallAtK  # noqa: E402

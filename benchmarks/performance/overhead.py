@@ -1,6 +1,6 @@
 """What a faircl training epoch costs next to a plain PyTorch loop, for CE and every method, on three encoders.
 
-    .venv/bin/python benchmarks/overhead.py [--rounds 5] [--encoders mlp,tokens,timm] [--quick] [--out FILE]
+    .venv/bin/python benchmarks/performance/overhead.py [--rounds 5] [--encoders mlp,tokens,timm] [--quick] [--out FILE]
 
 For each encoder, one run times side by side (interleaved rounds through :mod:`benchmarks._timing`):
 
@@ -21,7 +21,7 @@ Targets: faircl ``CE`` ≤ 1.2× the plain loop; each method's extra over ``CE``
 than its own measured cost (plain method − plain loop). Ratios use process CPU time with one torch thread (the work
 done; other load on a shared machine disturbs it far less than wall time); wall medians are shown beside them. Each
 method runs the first stage of its schedule (``FairSamplingSimCLR``: its fair phase, with fixed cluster ids). ``CCD``
-trains on counterfactual text tuples, not on these datasets, and is left out. Writes ``benchmarks/results/overhead.md``.
+trains on counterfactual text tuples, not on these datasets, and is left out. Writes ``benchmarks/performance/results/overhead.md``.
 """
 
 from __future__ import annotations
@@ -45,9 +45,9 @@ from lightning.pytorch.callbacks import Callback
 from torch.nn import functional as F
 from torch.utils.data import default_collate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # _timing.py, shared with startup.py
 
 import _timing as T  # noqa: E402
 
@@ -334,7 +334,7 @@ def to_markdown(results: list[dict[str, Any]], methods: list[str], args: argpars
               "an excess (with 5 rounds the one-sided sign-test p is 1/32 when there is none). *Extra over CE* and "
               "*own cost* are medians of their own per-round differences.\n", T.busy_note(every), ""]
     lines += ["These figures are the CPU's; the GPU's (mixed precision, losses, metrics) are in "
-              "`benchmarks/results/gpu.md`.\n"]
+              "`benchmarks/performance/results/gpu.md`.\n"]
     return "\n".join(lines)
 
 
@@ -345,7 +345,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     parser.add_argument("--quick", action="store_true", help="1 round of 2-3 steps (a smoke run)")
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "overhead.md"))
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "performance" / "results" / "overhead.md"))
     parser.add_argument("--json", default=None, help="also write the raw timings here")
     parser.add_argument("--render", default=None, help="only rebuild the Markdown from raw timings saved by --json")
     args = parser.parse_args(argv)
@@ -371,7 +371,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             results.append({"key": r["encoder"], "label": r["label"], "steps": r["steps"], "timings": timings,
                             "skip": dict(specs[r["encoder"]].get("skip", {}))})
         args.rounds = len(next(iter(results[0]["timings"].values())).wall)
-        text = to_markdown(results, methods, args, raw["start"], raw["end"], "python benchmarks/overhead.py")
+        text = to_markdown(results, methods, args, raw["start"], raw["end"], "python benchmarks/performance/overhead.py")
         Path(args.out).write_text(text)
         print(f"wrote {args.out}")
         return results
@@ -392,7 +392,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             given = given[1:]
         elif not a.startswith(("--out=", "--json=")):
             shown.append(a)
-    command = "python benchmarks/overhead.py" + "".join(f" {a}" for a in shown)
+    command = "python benchmarks/performance/overhead.py" + "".join(f" {a}" for a in shown)
     text = to_markdown(results, methods, args, start, end, command)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """cProfile of a ``CE`` fit over frozen 384-d features: where a training step spends the time around the model.
 
-    .venv/bin/python benchmarks/profile_fit.py [--epochs 6] [--top 25]
+    .venv/bin/python benchmarks/performance/profile_fit.py [--epochs 6] [--top 25]
 
 Shen et al.'s main setting: an MLP 2 × 300 (tanh) over 384-d features, batch 1024, Adam lr 3e-3; ``BiasedFeatures``
 with 10,240 train rows (10 steps an epoch) and 2,000 validation rows (validated every epoch). Prints the profile's
@@ -22,7 +22,7 @@ from pathlib import Path
 import lightning as L
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from faircl.data.synthetic import BiasedFeatures  # noqa: E402

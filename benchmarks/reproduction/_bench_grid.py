@@ -1,6 +1,6 @@
-"""What the benchmark grids through ``faircl bench`` share (``text_bench.py``, ``vision_bench.py``): the command of
-one invocation, running a list of them, reading an invocation's ``results.csv``, and reading the verdicts of the
-script-based results file each grid replaces (its first family: each paper's own selection)."""
+"""What the benchmark front-ends through ``faircl bench`` share (``text_bench.py``, ``vision_bench.py``,
+``embedding_bench.py``): their grid (``faircl/bench/grids/<suite>.yaml``), the command of one invocation, running a
+list of them, and reading an invocation's ``results.csv``."""
 
 from __future__ import annotations
 
@@ -15,6 +15,43 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import yaml
+
+import faircl
+
+#: the grids: which method runs with which arguments on which protocols of a suite (package data)
+GRIDS = Path(faircl.__file__).resolve().parent / "bench" / "grids"
+
+
+def load_grid(suite: str, need: tuple[str, ...] = ("methods",), folder: Path = GRIDS) -> dict[str, Any]:
+    """The grid of ``suite`` (``<folder>/<suite>.yaml``); a missing file, a missing top-level key of ``need`` or a
+    method without ``class`` stops the script with one line naming the file and the key."""
+    path = folder / f"{suite}.yaml"
+    if not path.is_file():
+        raise SystemExit(f"{path}: no such grid")
+    grid = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(grid, dict):
+        raise SystemExit(f"{path}: expected a mapping of keys, got {type(grid).__name__}")
+    for key in need:
+        if key not in grid:
+            raise SystemExit(f"{path}: missing key {key!r}")
+    for label, method in (grid.get("methods") or {}).items():
+        if not isinstance(method, dict) or "class" not in method:
+            raise SystemExit(f"{path}: methods.{label}: expected a mapping with a 'class' key")
+        method.setdefault("init_args", {})
+    return grid
+
+
+def stage1_epochs(grid: dict[str, Any], method: dict[str, Any], epochs: int) -> dict[str, Any]:
+    """A method's arguments for a budget of ``epochs``: with ``stage1_from_share``, ``stage1_epochs`` set to
+    ``round(grid["stage1_share"] * epochs)`` (the grid's share of the budget spent on stage 1)."""
+    args = dict(method["init_args"])
+    if method.get("stage1_from_share"):
+        if "stage1_share" not in grid:
+            raise SystemExit("grid: missing key 'stage1_share' (a method has stage1_from_share)")
+        args["stage1_epochs"] = round(float(grid["stage1_share"]) * epochs)
+    return args
 
 
 def grid_parser(doc: str, suite: str) -> argparse.ArgumentParser:
@@ -107,22 +144,3 @@ def fmt(row: dict[str, str]) -> str:
     """A bench row's Δ and its 95% interval, ×100."""
     e, lo, hi = (100 * float(row[k]) for k in ("effect", "effect_lo", "effect_hi"))
     return f"{e:+.1f} [{lo:+.1f}, {hi:+.1f}]"
-
-
-def script_rows(path: Path, family: int = 1) -> list[dict[str, str]]:
-    """The summary rows of a script-based results file's first family (``family=2``: its second, the table under
-    "The same claims at the epoch of lowest validation DTO"): ``{claim, protocol, effect, verdict}``."""
-    parts = path.read_text().split("## The same claims at the epoch of lowest validation DTO")
-    if family == 1:
-        text = parts[0]
-    else:
-        text = parts[1].split("\n## ")[0] if len(parts) > 1 else ""
-    rows = []
-    for line in text.splitlines():
-        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]  # not at an escaped \|
-        if len(cells) < 10 or cells[0] in ("claim", "---"):
-            continue
-        verdict = re.match(r"\*\*(.+?)\*\*", cells[9])
-        rows.append({"claim": cells[0], "protocol": cells[1], "effect": cells[3],
-                     "verdict": verdict.group(1) if verdict else cells[9]})
-    return rows

@@ -84,7 +84,7 @@ def test_strict_build_has_the_pages(site):
     pages = sorted(p.relative_to(site).parent.as_posix() for p in site.rglob("index.html"))
     for expected in ("guides/metrics", "guides/scaling", "guides/security", "guides/custom-method",
                      "guides/custom-datamodule", "guides/installing", "guides/cli", "guides/model-selection",
-                     "methods/confair", "reference/losses", "reference/cli", "benchmarks/results/text_fairness",
+                     "methods/confair", "reference/losses", "reference/cli", "benchmarks/reproduction/results/text_bench",
                      "notebooks/01_quickstart"):
         assert expected in pages, pages
 
@@ -196,9 +196,9 @@ def test_method_pages_list_every_argument():
     assert not problems, "\n".join(problems)
 
 
-def _claim_table(text: str) -> dict[tuple[str, str], dict[str, str]]:
-    """The summary table of a results file: ``(claim, protocol) -> {column: cell}``."""
-    lines = text.split("\n## Summary", 1)[1].split("\n## ", 1)[0].splitlines()
+def _claim_table(text: str, heading: str = "## Summary") -> dict[tuple[str, str], dict[str, str]]:
+    """The first table under ``heading`` of a results file: ``(claim, protocol) -> {column: cell}``."""
+    lines = text.split("\n" + heading, 1)[1].split("\n## ", 1)[0].splitlines()
     start = next(i for i, ln in enumerate(lines) if ln.startswith("| claim |"))
     header = [c.strip() for c in lines[start].strip("|").split("|")]
     table = {}
@@ -211,12 +211,12 @@ def _claim_table(text: str) -> dict[tuple[str, str], dict[str, str]]:
 
 
 def test_confair_normalize_figures_are_the_results_files():
-    """The ConFair page's table of ``normalize: true`` / ``false`` is the text results file's Shen-selection summary
-    rows of ``Con_* (l2 h, Shen)`` / ``Con_* (raw tanh h, fairlib)`` (GAP and Leak@h: the mean effect; accuracy: the
-    mean utility change of the GAP claim)."""
+    """The ConFair page's table of ``normalize: true`` / ``false`` is the text script's Shen-selection summary rows of
+    ``Con_* (l2 h, Shen)`` / ``Con_* (raw tanh h, fairlib)`` as the migration record keeps them (GAP and Leak@h: the
+    mean effect; accuracy: the mean utility change of the GAP claim)."""
     page = (DOCS / "methods" / "confair.md").read_text()
     section = page.split("## `normalize`", 1)[1].split("\n## ", 1)[0]
-    claims = _claim_table((REPO / "benchmarks" / "results" / "text_fairness.md").read_text())
+    claims = _claim_table((REPO / "benchmarks" / "reproduction" / "results" / "archive.md").read_text(), "## Text")
     variants = {"true": "Shen: Con_* (l2 h, Shen)", "false": "Shen (fairlib's variant): Con_* (raw tanh h, fairlib)"}
     rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in section.splitlines() if ln.startswith("| ")]
     assert rows[0][2:] == ["`normalize: true`", "`normalize: false`"], rows[0]
@@ -227,7 +227,7 @@ def test_confair_normalize_figures_are_the_results_files():
             metric = "GAP" if measure == "accuracy" else measure
             row = claims.get((f"{variants[value]} lowers {metric} vs CE (batch 1024)", where))
             assert row is not None, f"confair.md: no results row for normalize={value}, {metric}, {where}"
-            column = "utility change [95% CI]" if measure == "accuracy" else "our effect [95% CI]"
+            column = "utility change" if measure == "accuracy" else "Δ (script)"
             effect = row[column].split(" [", 1)[0]  # the mean change; its interval is in the generated claims table
             assert cell == effect, f"confair.md: {protocol} {measure} normalize={value}: {cell}, the file: {effect}"
             checked += 1
@@ -266,20 +266,20 @@ def test_method_rows_come_from_the_results_files(tmp_path):
     hooks = _hooks()
     (tmp_path / "overhead.md").write_text("# t\n\n### Text\n\n| method | × CE |\n|---|---|\n| CE | 1.00 |\n"
                                           "| ConFair | 1.50 |\n| OneStageCL | 3.00 |\n")
-    # A bench table: the script's verdict ("before") is not bold; only the bench's ("after") counts.
+    # A bench table: only the verdict column counts (another bold cell does not).
     (tmp_path / "text_bench.md").write_text(
-        "# t\n\n| claim | before: verdict | after: verdict | wall |\n|---|---|---|---|\n"
-        "| ConFair lowers tpr_gap_rms vs CE | does not hold | **holds** | 1 min |\n"
-        "| OneStageCL lowers eo_gap vs CE | inconclusive | **does not hold** | 1 min |\n"
-        "| Con_* (raw h) lowers leakage_h vs CE | holds | **does not hold** | **2** min |\n")
-    # The frozen script record is linked, never parsed.
+        "# t\n\n| claim | Δ | verdict | wall |\n|---|---|---|---|\n"
+        "| ConFair lowers tpr_gap_rms vs CE | -1.0 | **holds** | 1 min |\n"
+        "| OneStageCL lowers eo_gap vs CE | +1.0 | **does not hold** | 1 min |\n"
+        "| Con_* (raw h) lowers leakage_h vs CE | **-2.0** | **does not hold** | **2** min |\n")
+    # Another results file in the folder is not parsed.
     (tmp_path / "text_fairness.md").write_text("# t\n\n| claim | verdict |\n|---|---|\n"
                                                "| Shen: ConFair lowers GAP vs CE | **holds** (x) |\n")
     confair = hooks.snippet("ConFair", tmp_path)
     assert "| ConFair | 1.50 |" in confair and "| CE | 1.00 |" in confair and "OneStageCL" not in confair
     assert "ConFair lowers tpr_gap_rms vs CE" in confair and "Shen: ConFair lowers GAP" not in confair
     assert "Con_* (raw h) lowers leakage_h" in confair  # the results files name ConFair's variants Con_*
-    assert "text_fairness.md" in confair  # the link to the frozen record
+    assert "archive.md" in confair  # the link to the migration record
     assert "Not measured yet" in hooks.snippet("INLP", tmp_path)
     assert "test no claim about INLP" in hooks.snippet("INLP", tmp_path)
     overview = hooks.overview(tmp_path)
@@ -365,7 +365,7 @@ README_HOMES = {
     "Scaling out: gradient cache": ("guides/scaling.md", "grad_cache_chunk: 64"),
     "Layout": ("architecture.md", "mining.py     triplet miners"),
     "Data": ("guides/data.md", "utkface_subset"),
-    "Results and performance: scripts": ("benchmarks/index.md", "benchmarks/loss_memory.py"),
+    "Results and performance: scripts": ("benchmarks/index.md", "benchmarks/performance/loss_memory.py"),
     "Results and performance: figures": ("benchmarks/index.md", "How `GroupFairness` gets there"),
     "Results: verdict rule": ("benchmarks/index.md", "the same code path as `faircl compare`"),
     "Results: what the analysis shows": ("benchmarks/index.md", "Polish hate speech"),
@@ -389,8 +389,7 @@ def test_every_former_readme_section_has_a_home(section):
 
 def test_readme_is_short_and_links_to_the_site():
     readme = (REPO / "README.md").read_text()
-    outside = readme.split("<!-- results-summary:start -->")[0] + readme.split("<!-- results-summary:end -->")[1]
-    assert len(outside.splitlines()) < 80
+    assert len(readme.splitlines()) <= 150
     for page in re.findall(r"\(docs/([\w/.-]+\.md)\)", readme):
         assert (DOCS / page).is_file(), page
 

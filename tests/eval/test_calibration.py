@@ -1,4 +1,4 @@
-"""The verdict rule's error rates, measured by the calibration benchmark's quick mode (``benchmarks/calibration.py``).
+"""The verdict rule's error rates, measured by the calibration benchmark's quick mode (``benchmarks/calibration/calibration.py``).
 
 Synthetic protocols with nothing to find (a real 20-point TPR gap that the method does not change), 3 seeds, decided
 through ``claim_from_predictions`` and ``decide``:
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "calibration"
 
 
 @pytest.mark.slow

@@ -1,5 +1,6 @@
-"""benchmarks/embedding_bench.py: only CCD β = 1 is paired with the script's rows, the β ablation gets its table and
-its picture once two values of β have run, and ``--methods`` names select exactly (β = 1 is not β = 1.5)."""
+"""benchmarks/reproduction/embedding_bench.py: the grid comes from ``faircl/bench/grids/embeddings.yaml``, the β
+ablation gets its table and its picture once two values of β have run, and ``--methods`` names select exactly
+(β = 1 is not β = 1.5)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "benchmarks" / "reproduction"))
 
 import embedding_bench  # noqa: E402
 
@@ -22,7 +23,7 @@ def _invocation(folder: Path, effect: float, verdict: str, utility: float) -> No
     with open(folder / "results.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, COLUMNS)
         w.writeheader()
-        for gap in embedding_bench.SCRIPT_CLAIM:
+        for gap in embedding_bench.SCORES:
             w.writerow({"protocol": "cda_minilm", "gap": gap, "baseline": "original", "verdict": verdict,
                         "baseline_gap": 0.078, "method_gap": 0.078 + effect, "effect": effect,
                         "effect_lo": effect - 0.01, "effect_hi": effect + 0.01, "utility_change": utility,
@@ -43,11 +44,17 @@ def test_beta_ablation_rows_table_and_picture(tmp_path):
     text = out.read_text()
     one = next(ln for ln in text.splitlines() if ln.startswith("| CCD β=1 lowers cced_heldout"))
     zero = next(ln for ln in text.splitlines() if ln.startswith("| CCD β=0 lowers cced_heldout"))
-    assert "| -5.9 [-6.4, -5.4] | holds |" in one  # the script's β = 1 row
-    assert "| — | — |" in zero and "**does not hold**" in zero  # the script never ran β = 0
+    assert one.startswith("| CCD β=1 lowers cced_heldout vs original | -5.0 [-6.0, -4.0] | **holds** | 7.8 → 2.8 |")
+    assert "**does not hold**" in zero
     table = [ln for ln in text.splitlines() if ln.startswith(("| 0 |", "| 1 |"))]
     assert len(table) == 2 and "-7.0 [-8.0, -6.0] does not hold" in table[0] and "-4.0 [-5.0, -3.0]" in table[0]
     assert (out.parent / "embedding_beta.png").stat().st_size > 10_000 and "(embedding_beta.png)" in text
+
+
+def test_the_methods_are_the_grids():
+    assert embedding_bench.GRID["protocols"] == ["cda_minilm"]
+    assert embedding_bench.METHODS["CCD β=1 ρ=variance"]["init_args"] == {"beta": 1.0, "rho_estimate": "variance"}
+    assert embedding_bench.METHODS["untouched (null)"]["class"] == "faircl.methods.ccd.OriginalEncoder"
 
 
 def test_method_names_select_exactly(monkeypatch, tmp_path):

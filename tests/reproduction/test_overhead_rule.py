@@ -1,4 +1,4 @@
-"""The overhead benchmark's per-method target (``benchmarks/overhead.py``): the machinery's excess over a method's own
+"""The overhead benchmark's per-method target (``benchmarks/performance/overhead.py``): the machinery's excess over a method's own
 cost is taken per round from four timings of the same round, and a sign test over the rounds decides it."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "performance"))
 import _timing as T  # noqa: E402
 import overhead  # noqa: E402
 

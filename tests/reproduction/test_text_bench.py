@@ -1,50 +1,54 @@
-"""benchmarks/text_bench.py: every method and part of the grid finds its script rows in the committed
-text_fairness.md, its invocations name shipped protocols with each part's two-stage budget, and the results file
-pairs each bench claim with the script's claim of the same method, protocol cell and kind."""
+"""benchmarks/reproduction/text_bench.py: the grid comes from ``faircl/bench/grids/text.yaml``, its invocations name
+shipped protocols with each part's two-stage budget (the grid's share of the epochs), and the results file has one
+row per claim of a method's protocol, its control beside it."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+import pytest
+
 from faircl.bench.spec import load_suite
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "benchmarks" / "reproduction"))
 
+import _bench_grid  # noqa: E402
 import text_bench  # noqa: E402
 
 
-def test_every_method_and_part_has_its_script_rows():
-    """Each (method, part), the DTO twins included, finds exactly one script row per claim of its protocol, and the
-    DTO parts together use every row of the script's second family."""
-    rows = text_bench.before_rows()
-    protocols = {p.name: p for p in load_suite("text")}
-    used = set()
-    for label, (_, _, prefix, _) in text_bench.METHODS.items():
-        for part in text_bench.method_parts(label):
-            cell = text_bench.PARTS[part][2]
-            gap = protocols[text_bench.PARTS[part][0][0]].claims[0].gap
-            mine = [r for r in rows if text_bench._matches(r, prefix, cell, gap)]
-            if part == "shen" and label.split()[0] in ("TwoStageCL", "OneStageCL", "DiverseAdv"):
-                assert not mine, label  # Chi's methods have no row at Shen's rule in the script
-                continue
-            if part == "grid" and label not in ("TwoStageCL λ=1 τ=0.1", "TwoStageCL λ=10 τ=0.1"):
-                continue  # the script's summary carries two of the grid's claims
-            assert len(mine) == 1 and mine[0]["effect"] and mine[0]["verdict"], (label, part)
-            assert mine[0]["protocol"].endswith("dto selection") == part.endswith("_dto"), (label, part)
-            used.update((r["claim"], r["protocol"]) for r in mine)
-    second = [r for r in rows if r["protocol"].endswith("dto selection")]
-    assert len(second) == 32
-    assert {(r["claim"], r["protocol"]) for r in second if "Leak@h" not in r["claim"]} <= used
-    shen = [r for r in rows if text_bench._matches(r, "Shen: Con_* (l2 h, Shen)", text_bench.SYNTH_SHEN, "leakage_h")]
-    assert len(shen) == 1 and "Leak@h" in shen[0]["claim"]
-    # Shen's and Chi's claims share a DTO cell: the measure tells them apart
-    dto_cell = text_bench.PARTS["chi_dto"][2]
-    assert dto_cell == text_bench.PARTS["shen_dto"][2] == "SynthBios two-class, MiniLM; dto selection"
-    gap = [r["claim"] for r in rows if text_bench._matches(r, "(baseline): INLP", dto_cell, "tpr_gap_rms")]
-    eo = [r["claim"] for r in rows if text_bench._matches(r, "(baseline): INLP", dto_cell, "eo_gap")]
-    assert gap == ["Shen (baseline): INLP lowers GAP vs CE"] and eo == ["Chi (baseline): INLP lowers the EO gap vs CE"]
+def test_the_grid_is_the_yaml_file():
+    import yaml
+
+    data = yaml.safe_load((_bench_grid.GRIDS / "text.yaml").read_text())
+    assert list(text_bench.METHODS) == list(data["methods"]) and "Con_*^ft" in text_bench.METHODS
+    assert text_bench.PARTS["b1024"] == (("synthbios_minilm_b1024",), 60)
+    assert text_bench.PARTS["shen_dto"] == (("synthbios_minilm_dto",), 15)  # no twin of the permuted control
+
+
+def test_a_bad_grid_is_one_line_naming_the_file_and_key(tmp_path):
+    with pytest.raises(SystemExit, match=r"nothing\.yaml: no such grid"):
+        _bench_grid.load_grid("nothing", folder=tmp_path)
+    (tmp_path / "g.yaml").write_text("parts: {}\n")
+    with pytest.raises(SystemExit, match=r"g\.yaml: missing key 'methods'"):
+        _bench_grid.load_grid("g", folder=tmp_path)
+    (tmp_path / "g.yaml").write_text("methods:\n  CE: {init_args: {}}\n")
+    with pytest.raises(SystemExit, match=r"g\.yaml: methods\.CE: expected a mapping with a 'class' key"):
+        _bench_grid.load_grid("g", folder=tmp_path)
+    (tmp_path / "g.yaml").write_text("methods:\n  X: {class: TwoStageCL, stage1_from_share: true}\n")
+    grid = _bench_grid.load_grid("g", folder=tmp_path)
+    with pytest.raises(SystemExit, match="stage1_share"):
+        _bench_grid.stage1_epochs(grid, grid["methods"]["X"], 10)
+
+
+def test_the_stage1_share_is_the_grids(monkeypatch):
+    """The share of a part's epochs spent on stage 1 is read from the grid, not written in the front-end."""
+    assert text_bench.GRID["stage1_share"] == 0.6
+    monkeypatch.setitem(text_bench.GRID, "stage1_share", 0.5)
+    runs = text_bench.invocations(["TwoStageCL"], ["shen", "b1024_dto"])
+    assert runs["TwoStageCL"][3]["stage1_epochs"] == 8  # round(0.5 × 15)
+    assert "stage1_epochs" not in text_bench.invocations(["OneStageCL"], ["shen"])["OneStageCL"][3]
 
 
 def test_invocations_name_shipped_protocols_and_set_each_parts_stage_budget():
@@ -53,6 +57,7 @@ def test_invocations_name_shipped_protocols_and_set_each_parts_stage_budget():
     for _, _, protocols, _, _ in runs.values():
         assert set(protocols) <= shipped
     assert runs["TwoStageCL"][3]["stage1_epochs"] == 9  # part shen: the earlier runs' folder and arguments
+    assert runs["INLP"][3]["stage1_epochs"] == 9 and runs["INLP"][3]["n_clf"] == 20
     assert runs["TwoStageCL · bios_chi"][3]["stage1_epochs"] == 18
     assert runs["Con_*^ft · b1024"][3]["stage1_epochs"] == 36
     assert "stage1_epochs" not in runs["OneStageCL · chi"][3]
@@ -63,7 +68,7 @@ def test_invocations_name_shipped_protocols_and_set_each_parts_stage_budget():
     assert runs["INLP · shen_dto"][2] == ["synthbios_minilm_dto"]
 
 
-def test_render_pairs_before_and_after(tmp_path, bench_out):
+def test_render_writes_each_claim_with_its_control(tmp_path, bench_out):
     label = "Con_* (l2 h, Shen)"
     bench_out(tmp_path / "work" / text_bench.slug(label), [
         ("synthbios_minilm", "tpr_gap_rms", "CE", "holds", -0.172, -0.238, -0.106),
@@ -77,11 +82,11 @@ def test_render_pairs_before_and_after(tmp_path, bench_out):
     lines = [ln for ln in out.read_text().splitlines() if ln.startswith(f"| {label} lowers")]
     assert len(lines) == 2  # the main protocol's two claims; the control goes into its own column
     gap, leak = lines
-    assert "-7.6 [-11.8, -3.4]" in gap and "inconclusive" in gap and "-17.2 [-23.8, -10.6]" in gap
-    assert "**holds**" in gap and "| untestable |" in gap and "2.0 min" in gap
+    assert gap == ("| Con_* (l2 h, Shen) lowers tpr_gap_rms vs CE | synthbios_minilm | -17.2 [-23.8, -10.6] | "
+                   "**holds** | untestable | 2.0 min |")
     assert "-0.1 [-0.4, +0.1]" in leak and "**inconclusive**" in leak
     adv = next(ln for ln in out.read_text().splitlines() if ln.startswith("| Adv lowers eo_gap"))
-    assert "| bios_samples_chi | -92.4 [-271.5, +86.7] | inconclusive |" in adv and "-50.0 [-200.0, +100.0]" in adv
+    assert "| bios_samples_chi | -50.0 [-200.0, +100.0] | **inconclusive** | — |" in adv
     # a partial regeneration (here: nothing run) keeps every row of the file as it stands, and says so
     text_bench.render(tmp_path / "empty", out, {})
     again = out.read_text().splitlines()
@@ -89,11 +94,8 @@ def test_render_pairs_before_and_after(tmp_path, bench_out):
     assert "Every row is from the previous regeneration" in out.read_text()
 
 
-def test_the_hate_speech_part_finds_the_scripts_rows():
-    rows = text_bench.before_rows()
+def test_the_hate_speech_part_runs_both_confair_variants():
     for label in ("Con_* (l2 h, Shen)", "Con_* (raw tanh h, fairlib)"):
         inv = text_bench.invocations([label], ["hate"])
-        ((_, _, protocols, args, _),) = inv.values()
-        assert protocols == ["hate_speech_embed"] and "normalize" in args
-        prefix, cell = text_bench.METHODS[label][2], text_bench.PARTS["hate"][2]
-        assert len([r for r in rows if text_bench._matches(r, prefix, cell, "leakage_h")]) == 1
+        ((_, cls, protocols, args, _),) = inv.values()
+        assert cls == "ConFair" and protocols == ["hate_speech_embed"] and "normalize" in args

@@ -1,4 +1,4 @@
-"""``benchmarks/gpu.py`` skips cleanly on a machine without CUDA."""
+"""``benchmarks/performance/gpu.py`` skips cleanly on a machine without CUDA."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "performance" / "gpu.py"
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the skip path only runs without CUDA")
