@@ -559,8 +559,12 @@ def test_text_datamodule_trains_with_tokens_encoder(tmp_path):
     model = CE(num_classes=dm.num_classes, num_groups=dm.num_groups, input_dim=dm.input_dim, encoder="tokens",
                encoder_kwargs={"embed_dim": 8, "hidden_dim": 4})
     trainer = L.Trainer(fast_dev_run=True, **quiet_trainer_kwargs())
+    before = model.encoder.embed.weight.detach().clone()
     trainer.fit(model, datamodule=dm)
+    assert model.encoder.embed.num_embeddings == dm.input_dim > 2  # one embedding row per vocabulary entry
+    assert trainer.global_step == 1 and not torch.equal(model.encoder.embed.weight, before)  # it trained a step
     trainer.test(model, datamodule=dm, verbose=False)
+    assert 0.0 <= model.test_report["accuracy"] <= 1.0
 
 
 # ============================================================================================ real data
@@ -610,12 +614,24 @@ def test_cli_selects_text_datamodules_by_name(in_tmp):
     from faircl.cli import run_cli as main
 
     bios = bios_dir(in_tmp, per_cell=6)
-    main(["fit", "--model", "CE", "--model.encoder", "bow", "--data", "BiasInBios", "--data.data_dir", str(bios),
+    cli = main(["fit", "--model", "CE", "--model.encoder", "bow", "--data", "BiasInBios", "--data.data_dir", str(bios),
           "--data.representation", "tokens", "--data.max_len", "16", "--data.batch_size", "4",
           "--data.val_fraction", "0.2", "--trainer.fast_dev_run=true", "--trainer.accelerator=cpu",
           "--trainer.logger=false", "--trainer.enable_progress_bar=false"])
+    assert isinstance(cli.datamodule, BiasInBios) and cli.datamodule.max_len == 16
+    _check_linked(cli)
     hate = hate_dir(in_tmp)
-    main(["fit", "--model", "CE", "--model.encoder", "tokens", "--model.encoder_kwargs",
+    cli = main(["fit", "--model", "CE", "--model.encoder", "tokens", "--model.encoder_kwargs",
           '{"embed_dim": 8, "hidden_dim": 4}', "--data", "HateSpeech", "--data.data_dir", str(hate),
           "--data.attribute", '["gender", "age"]', "--data.batch_size", "8", "--trainer.fast_dev_run=true",
           "--trainer.accelerator=cpu", "--trainer.logger=false", "--trainer.enable_progress_bar=false"])
+    assert isinstance(cli.datamodule, HateSpeech) and cli.datamodule.batch_size == 8
+    _check_linked(cli)
+
+
+def _check_linked(cli) -> None:
+    """The model was built with the datamodule's sizes: ``input_dim`` (the vocabulary, the encoder's embedding rows),
+    ``num_classes`` and ``num_groups``; none of them is the model's default."""
+    model, dm = cli.model, cli.datamodule
+    assert model.hparams.input_dim == dm.input_dim > 2 and model.encoder.embed.num_embeddings == dm.input_dim
+    assert (model.num_classes, model.num_groups) == (dm.num_classes, dm.num_groups)
