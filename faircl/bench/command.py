@@ -5,11 +5,18 @@ their baselines, with verdicts.
     faircl bench text --method ConFair --method.init_args.normalize false --seeds 3 --out bench/confair
     faircl bench text --method my_method.MyLoss --quick --out bench/mine      # MyLoss in ./my_method.py
 
+The options are parsed by jsonargparse; ``--method`` takes a class and its ``init_args`` as ``faircl fit`` takes
+``--model`` (a name, a dotted path, or ``{"class_path": ..., "init_args": {...}}``). The protocol gives the rest of
+the method's arguments: its ``model:`` block (the encoder) under the method's own, and the data's sizes
+(``num_classes``, ``num_groups``, ``input_dim``, ``input_kind``), linked in every run. Before any run the method is
+checked: an argument its class does not take, or a class that refuses its arguments (built once, with the first
+protocol's model arguments and stand-in data sizes), is one line and exit status 2.
+
 For every protocol of the suite (:mod:`faircl.bench.spec`) that accepts the method's input it runs the method and the
 protocol's baselines on the same seeds (:mod:`faircl.bench.runner`; baselines are cached by protocol and seed and
 reused), then decides each claim from the per-row predictions with :mod:`faircl.eval.baseline` — the code path of
 ``faircl compare --baseline`` — and writes ``results.md``, ``results.csv``, ``tradeoff.png`` and ``bench.json`` in
-``--out``. Killed, it resumes where it stopped when run again with the same arguments.
+``--out``. Killed or interrupted, it resumes where it stopped when run again with the same arguments.
 """
 
 from __future__ import annotations
@@ -17,69 +24,163 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import os
 import platform
+import shlex
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
+from jsonargparse import ArgumentParser
 
 from faircl.bench.checkpoint_selection import describe
 from faircl.bench.runner import MethodSpec, default_cache, plan, resolve_method, run_tasks
-from faircl.bench.spec import load_suite, suite_names
-from faircl.cli.config_files import CLIError
+from faircl.bench.spec import Protocol, deep_merge, load_suite, suite_names
+from faircl.cli.config_files import CLIError, option_value
 
 __all__ = ["bench"]
 
+#: a method's arguments that each run takes from its protocol's data (linked, as in ``faircl fit``), not an option
+LINKED = ("num_classes", "num_groups", "input_dim", "input_kind")
+#: the data sizes the method is built with once, before any run, in place of those its runs link from the data
+STAND_IN = {"num_classes": 2, "num_groups": 2, "input_dim": 2}
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="faircl bench", description="Run a method through a suite of protocols against their baselines and "
-        "decide each claim (per-row bias null, seed-paired effects, Holm over all claims).",
-        epilog="Method arguments: --method.init_args.NAME VALUE (or --method.NAME VALUE), VALUE read as YAML. "
-        "Baseline runs are cached in --cache (default $FAIRCL_CACHE/bench or ~/.cache/faircl/bench) and reused.")
+
+def _quick_seeds() -> str:
+    """The seeds of the shipped protocols' quick variants: ``"2"``, or a range ``"2-3"``."""
+    counts = sorted({p.seeds for suite in suite_names() for p in load_suite(suite, quick=True)})
+    return str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+
+
+def _parser() -> ArgumentParser:
+    import faircl.methods  # noqa: F401  (the built-in methods, found by name: --method ConFair)
+    from faircl.methods.base import FairModule
+
+    p = ArgumentParser(
+        prog="faircl bench", exit_on_error=False,
+        description="Run a method through a suite of protocols against their baselines and decide each claim "
+        "(per-row bias null, seed-paired effects, Holm over all claims).",
+        epilog="The protocol gives the method its encoder (model:) and the data its sizes. Baseline runs are cached "
+        "in --cache (default $FAIRCL_CACHE/bench or ~/.cache/faircl/bench) and reused; an interrupted bench resumes "
+        "when run again with the same arguments.")
     p.add_argument("suite", nargs="?", help="text | vision | embeddings, or a folder of protocol .yaml files")
     p.add_argument("--list", action="store_true", help="list the suites and their protocols, then exit")
-    p.add_argument("--method", help="a faircl method (ConFair) or the dotted path of a FairModule subclass "
-                   "(my_method.MyLoss, importable from the current folder)")
-    p.add_argument("--name", help="the method's name in the tables (default: its class name)")
-    p.add_argument("--seeds", type=int, help="seeds 0..N-1 (default: each protocol's own number)")
+    p.add_subclass_arguments(
+        FairModule, "method", required=False, instantiate=False, fail_untyped=False, skip=set(LINKED),
+        help="a faircl method (ConFair) or the dotted path of a FairModule subclass (my_method.MyLoss, importable "
+        "from the current folder); its arguments: --method.init_args.NAME VALUE or --method.NAME VALUE "
+        "(--method.help CLASS lists them)")
+    p.add_argument("--name", help="the method's name in the tables (none: its class name)")
+    p.add_argument("--seeds", type=int, help="seeds 0..N-1 (none: each protocol's own number)")
     p.add_argument("--out", help="results folder")
     p.add_argument("--quick", action="store_true", help="each protocol's quick variant (small data, short budget, "
-                   "2 seeds): minutes on 2 CPU cores, for trying a method; verdicts then have little power")
+                   f"{_quick_seeds()} seeds): minutes on 2 CPU cores, for trying a method; verdicts then have little "
+                   "power")
     p.add_argument("--protocol", action="append", default=[], help="run only these protocols (repeatable)")
     p.add_argument("--cache", help="baseline cache folder")
     p.add_argument("--fresh-processes", action="store_true", help="start every run as a new Python process instead "
                    "of forking it from the pre-imported worker (slower; for comparing)")
-    p.add_argument("--alpha", type=float, default=0.05, help="family-wise error rate (0.05)")
-    p.add_argument("--permutations", type=int, default=1000, help="permutations of the bias null (1000)")
-    p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples (2000)")
+    p.add_argument("--alpha", type=float, default=0.05, help="family-wise error rate")
+    p.add_argument("--permutations", type=int, default=1000, help="permutations of the bias null")
+    p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")
     return p
 
 
-def _method_args(extra: list[str]) -> dict[str, Any]:
-    """``--method.init_args.k v`` / ``--method.k=v`` pairs → ``{k: v}`` (values as YAML); anything else is refused."""
-    out: dict[str, Any] = {}
-    i = 0
-    while i < len(extra):
-        arg = extra[i]
-        if not arg.startswith("--method."):
-            raise CLIError(f"bench: unrecognized argument {arg!r} (faircl bench --help)")
-        key, eq, value = arg[len("--method."):].partition("=")
-        if not eq:
-            if i + 1 >= len(extra):
-                raise CLIError(f"bench: {arg} needs a value")
-            value, i = extra[i + 1], i + 1
-        key = key[len("init_args."):] if key.startswith("init_args.") else key
-        if not key:
-            raise CLIError(f"bench: {arg}: name the argument, e.g. --method.init_args.temperature 0.1")
-        try:
-            out[key] = yaml.safe_load(value)
-        except yaml.YAMLError:
-            out[key] = value
-        i += 1
-    return out
+def _arguments(cls: type) -> list[str]:
+    """The arguments ``cls`` takes: its ``__init__``'s and, through ``**kwargs``, its parents' (the names the
+    parser resolves)."""
+    names: list[str] = []
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass):
+            continue
+        params = list(inspect.signature(klass.__init__).parameters.values())[1:]
+        names += [p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in names]
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            break
+    return names
+
+
+def _unknown(cls: type, names: list[str]) -> CLIError | None:
+    """The first of ``names`` that ``cls`` takes not as an option, in one line with the ones it takes."""
+    accepted = [n for n in _arguments(cls) if n not in LINKED]
+    bad = next((n for n in names if n not in accepted), None)
+    if bad is None:
+        return None
+    if bad in LINKED:
+        return CLIError(f"bench: --method.init_args.{bad}: each protocol's data sets it ({', '.join(LINKED)} are "
+                        "linked from the data in every run)")
+    return CLIError(f"bench: --method.init_args.{bad}: {cls.__name__} takes no argument {bad!r} (its arguments: "
+                    f"{', '.join(accepted)})")
+
+
+def _method_problem(argv: list[str]) -> CLIError | None:
+    """Why the parser refused ``--method`` and its arguments, in one line, where the reason is a name: a class that is
+    not found (:func:`resolve_method`) or an argument it does not take. ``None`` for any other reason (a value of the
+    wrong type: the parser's own error stands)."""
+    value = option_value(argv, "method")
+    if not value:
+        return None
+    try:
+        spec = yaml.safe_load(value) if value.lstrip().startswith("{") else {"class_path": value}
+    except yaml.YAMLError:
+        return None
+    if not isinstance(spec, dict) or not isinstance(spec.get("class_path"), str):
+        return None
+    try:
+        _, cls = resolve_method(spec["class_path"])
+    except CLIError as err:
+        return err
+    names = list(spec.get("init_args") or {})
+    for arg in argv:  # --method.init_args.NAME, --method.NAME (the parser's own keys aside)
+        if arg.startswith("--method."):
+            key = arg[len("--method."):].split("=", 1)[0].removeprefix("init_args.").split(".")[0]
+            if key not in ("help", "class_path", "init_args", "dict_kwargs"):
+                names.append(key)
+    required = [p.name for p in list(inspect.signature(cls.__init__).parameters.values())[1:]
+                if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in LINKED]
+    missing = [n for n in required if n not in names]
+    if missing:  # the parser asks them of the options: the protocol's model block is merged in later, per protocol
+        return CLIError(f"bench: {cls.__name__} has no default for {', '.join(missing)}: give "
+                        f"--method.init_args.{missing[0]} VALUE, or a default in its __init__")
+    return _unknown(cls, names)
+
+
+def _options(argv: list[str]) -> Any:
+    parser = _parser()
+    try:
+        # without the defaults: the method's init_args are the ones given, the protocol's model block fills the rest
+        given = parser.parse_args(argv, defaults=False)
+    except argparse.ArgumentError:
+        problem = _method_problem(argv)
+        if problem is not None:
+            raise problem from None
+        raise
+    opts = parser.get_defaults()
+    opts.update(given)
+    return opts
+
+
+def _folder(option: str, value: str) -> Path:
+    """``value`` as a folder that is or can be made: a file on its path is one line."""
+    path = Path(value).expanduser()
+    blocked = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+    if blocked is not None:
+        raise CLIError(f"bench: {option} {value}: {blocked} is a file; give a folder (made if missing)")
+    return path
+
+
+def _built_once(method: MethodSpec, protocol: Protocol) -> None:
+    """Build the method as its runs will (the protocol's model arguments under the method's own, with stand-in data
+    sizes :data:`STAND_IN`): a class that refuses its arguments is one line here, not a failure of every run."""
+    kwargs = {**deep_merge(protocol.model, method.init_args), **STAND_IN, "input_kind": protocol.input_kind}
+    try:
+        method.cls(**kwargs)
+    except (ValueError, TypeError) as err:
+        raise CLIError(f"bench: {method.cls.__name__} refused its arguments on {protocol.name} (--method's "
+                       f"{json.dumps(method.init_args)} over the protocol's model: {json.dumps(protocol.model)}): "
+                       f"{' '.join(str(err).split())}") from None
 
 
 def _list() -> int:
@@ -100,22 +201,13 @@ def _list() -> int:
     return 0
 
 
-def _check_method_args(cls: type, args: dict[str, Any]) -> None:
-    params = inspect.signature(cls.__init__).parameters
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return
-    unknown = [k for k in args if k not in params]
-    if unknown:
-        known = [k for k in params if k != "self"]
-        raise CLIError(f"bench: {cls.__name__} has no argument {', '.join(map(repr, unknown))} (its arguments: "
-                       f"{', '.join(known)})")
-
-
 def bench(argv: list[str]) -> int:
     """``faircl bench``; returns the exit status (1 when a run failed, 2 for a usage error)."""
     from faircl.bench.results import decide_bench, write_results  # deferred: NumPy, SciPy and Lightning (--list)
 
-    opts, extra = _parser().parse_known_args(argv)
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # --method my_method.MyLoss: ./my_method.py
+    opts = _options(argv)
     if opts.list:
         return _list()
     if not opts.suite or not opts.method or not opts.out:
@@ -123,10 +215,14 @@ def bench(argv: list[str]) -> int:
                        "--out bench/confair (faircl bench --list shows the suites)")
     if opts.seeds is not None and opts.seeds < 2:
         raise CLIError(f"bench: --seeds {opts.seeds}: a paired comparison needs at least 2 seeds")
-    init_args = _method_args(extra)
-    class_path, cls = resolve_method(opts.method)
-    _check_method_args(cls, init_args)
+    class_path, cls = resolve_method(opts.method.class_path)
+    problem = _unknown(cls, list(opts.method.get("dict_kwargs") or {}))  # --method.dict_kwargs.NAME: not taken
+    if problem is not None:
+        raise problem
+    init_args = opts.method.init_args.as_dict() if opts.method.get("init_args") else {}
     method = MethodSpec(opts.name or cls.__name__, class_path, init_args, cls)
+    out = _folder("--out", opts.out)
+    cache = _folder("--cache", opts.cache) if opts.cache else default_cache()
     protocols = load_suite(opts.suite, quick=opts.quick)
     if opts.protocol:
         unknown = sorted(set(opts.protocol) - {p.name for p in protocols})
@@ -134,24 +230,20 @@ def bench(argv: list[str]) -> int:
             raise CLIError(f"bench: no protocol {', '.join(unknown)} in suite {opts.suite!r} "
                            f"({', '.join(p.name for p in protocols)})")
         protocols = [p for p in protocols if p.name in opts.protocol]
-    out, cache = Path(opts.out), Path(opts.cache) if opts.cache else default_cache()
-    say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     left_out = [p.name for p in protocols if p.on_request and not opts.protocol]
-    if left_out:
-        protocols = [p for p in protocols if p.name not in left_out]
-        say(f"faircl bench: {len(left_out)} protocol(s) of {opts.suite} run only when named with --protocol, left "
-            f"out: {', '.join(left_out)}")
-    skipped, runnable = [], []
-    for p in protocols:
-        why = p.skip_reason(cls)
-        if why:
-            skipped.append((p.name, why))
-            say(f"faircl bench: skipped {p.name}: {why}")
-        else:
-            runnable.append(p)
+    protocols = [p for p in protocols if p.name not in left_out]
+    skipped = [(p.name, p.skip_reason(cls)) for p in protocols if p.skip_reason(cls)]
+    runnable = [p for p in protocols if p.name not in dict(skipped)]
     if not runnable:
         raise CLIError(f"bench: {method.label} runs on no protocol of {opts.suite!r}: "
                        + "; ".join(f"{n}: {w}" for n, w in skipped))
+    _built_once(method, runnable[0])
+    say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
+    if left_out:
+        say(f"faircl bench: {len(left_out)} protocol(s) of {opts.suite} run only when named with --protocol, left "
+            f"out: {', '.join(left_out)}")
+    for name, why in skipped:
+        say(f"faircl bench: skipped {name}: {why}")
     tasks = {p.name: plan(p, method, list(range(opts.seeds or p.seeds)), out, cache) for p in runnable}
     every = [t for ts in tasks.values() for t in ts]
     say(f"faircl bench: {method.label} ({class_path}) on {len(runnable)} protocol(s) of {opts.suite}"
@@ -160,7 +252,11 @@ def bench(argv: list[str]) -> int:
     n_base = sum(t.baseline for t in every)
     reused = sum(t.baseline and t.done for t in every)
     start = time.perf_counter()
-    failures = run_tasks(every, say=say, fresh=opts.fresh_processes)
+    try:
+        failures = run_tasks(every, say=say, fresh=opts.fresh_processes)
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(f"the finished runs are kept; to resume, run from {os.getcwd()}: "
+                                f"faircl bench {shlex.join(argv)}") from None
     train_s = time.perf_counter() - start
     say("faircl bench: deciding the claims (bias null, bootstrap, Holm)")
     undecided: list[str] = []

@@ -47,10 +47,12 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from dataclasses import dataclass, field
+import types
+import typing
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 import yaml
 
@@ -58,17 +60,12 @@ from faircl.bench.checkpoint_selection import check_selection
 from faircl.cli.config_files import CLIError
 from faircl.data.locations import DATA_ENV, default_data_dir
 
-__all__ = ["Claim", "Protocol", "SUITES", "deep_merge", "load_suite", "suite_names"]
+__all__ = ["Claim", "Protocol", "SUITES", "deep_merge", "file_keys", "load_suite", "suite_names"]
 
 #: the shipped suites, in ``faircl bench --list`` order
 SUITES = ("text", "vision", "embeddings")
-_KEYS = {"name", "version", "title", "paper", "input_kind", "views", "data", "model", "trainer", "selection", "seeds",
-         "baselines", "claims", "quick", "extends", "requires_data", "control", "notes", "applies_to", "evaluate",
-         "on_request"}
 #: keys an ``extends`` file replaces whole instead of merging into its parent's
 _REPLACED = ("selection", "baselines")
-_CLAIM_KEYS = {"gap", "score", "statistic", "baseline", "paper_effect", "utility", "leakage", "leakage_paper_effect",
-               "margin"}
 #: the item-level scores an ``embeddings`` claim may name (:data:`faircl.bench.embeddings.SCORES`; kept here so that
 #: ``--list`` and the checks of a protocol file import no torch)
 ITEM_SCORES = ("cced_heldout", "cced_in", "seat", "bias_ir", "crows", "stereoset")
@@ -76,6 +73,8 @@ ITEM_SCORES = ("cced_heldout", "cced_in", "seat", "bias_ir", "crows", "stereoset
 #: Bias-in-Bios biographies per profession of the utility probe, the encoding batch
 EVALUATE_DEFAULTS: dict[str, Any] = {"seat_max": None, "crows_max": None, "stereoset_max": None,
                                      "bias_ir_queries": None, "utility_per_class": 10, "batch_size": 64}
+#: metadata of a :class:`Protocol` field that the loader fills in: not a key of a protocol file
+_LOADER = {"in_file": False}
 
 
 def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -92,7 +91,7 @@ class Claim:
     the leakage probe's accuracy); ``paper_effect``: the change the paper reports (fraction, negative = reduction).
     An ``embeddings`` claim names an item-level ``score`` (:data:`ITEM_SCORES`) instead of a ``gap``; a
     ``statistic`` claim a scalar of the test report that involves no attribute (``cluster_dominance``). ``gap``
-    holds the name in all three cases."""
+    holds the name in all three cases. The fields are the keys of a claim in a protocol file."""
 
     gap: str
     baseline: str
@@ -105,23 +104,26 @@ class Claim:
     margin: float = 0.02
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Protocol:
-    """One resolved protocol (after ``extends`` and, in quick mode, ``quick``)."""
+    """One resolved protocol (after ``extends`` and, in quick mode, ``quick``).
 
-    name: str
-    suite: str
+    Its fields are the keys of a protocol file (:func:`file_keys`; a file may also say ``extends``), but the three
+    the loader fills in (``suite``, ``source``, ``raw``); the fields without a default must be in the file (or its
+    parent). ``quick`` is, in a file, the block ``--quick`` merges over the protocol and, here, whether it was."""
+
     version: int
-    title: str
     input_kind: str
     data: dict[str, Any]
     model: dict[str, Any]
     trainer: dict[str, Any]
-    selection: dict[str, Any]
-    seeds: int
     baselines: dict[str, dict[str, Any]]
     claims: list[Claim]
+    name: str = ""  # the file's name: a file that says its name says that one
+    title: str = ""  # default: the name
     paper: str = ""
+    selection: dict[str, Any] = field(default_factory=dict)
+    seeds: int = 3
     views: bool = False
     requires_data: str | None = None
     control: bool = False
@@ -130,8 +132,9 @@ class Protocol:
     evaluate: dict[str, Any] = field(default_factory=dict)
     on_request: bool = False
     quick: bool = False
-    source: str = ""
-    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    suite: str = field(default="", metadata=_LOADER)
+    source: str = field(default="", metadata=_LOADER)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, metadata=_LOADER)
 
     def key(self) -> str:
         """Hash of everything a run's result depends on but the method and the seed (12 hex digits)."""
@@ -175,16 +178,71 @@ def suite_names() -> list[str]:
     return [s for s in SUITES if (root / s).is_dir() and any((root / s).glob("*.yaml"))]
 
 
+def file_keys() -> list[str]:
+    """The keys of a protocol file: the fields of :class:`Protocol` that the loader does not fill in, and
+    ``extends``."""
+    return sorted([f.name for f in fields(Protocol) if f.metadata.get("in_file", True)] + ["extends"])
+
+
+def _required(cls: type) -> list[str]:
+    return [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
+
+
+def _expected(hint: Any) -> str:
+    """A type of a field in words, for an error message."""
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        return " or ".join(_expected(h) for h in typing.get_args(hint))
+    if typing.get_origin(hint) in (list, tuple):
+        return f"a list of {_expected(typing.get_args(hint)[0]).removeprefix('a ')}s"
+    words = {bool: "true or false", int: "an integer", float: "a number", str: "a string", dict: "a mapping",
+             type(None): "null"}
+    return words.get(typing.get_origin(hint) or hint, "a mapping")
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether a value read from YAML has the type of a field (a dataclass field: a mapping)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return True
+    if origin in (Union, types.UnionType):
+        return any(_fits(value, h) for h in args)
+    if origin in (list, tuple):
+        return isinstance(value, list) and all(_fits(v, args[0]) for v in value)
+    if origin is dict or hint is dict or is_dataclass(hint):
+        return isinstance(value, dict)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+def _checked(cls: type, values: dict[str, Any], where: str, what: str) -> dict[str, Any]:
+    """``values`` checked against the fields of the dataclass ``cls``: no key it lacks (one line naming the key and
+    the keys it has), every field without a default given, every value of its field's type."""
+    hints = typing.get_type_hints(cls)
+    keys = [f.name for f in fields(cls) if f.metadata.get("in_file", True)]
+    for key, value in values.items():
+        if key not in hints:
+            raise CLIError(f"bench: {where}: unknown key {key!r} ({what} has the keys {', '.join(sorted(keys))})")
+        if not _fits(value, hints[key]):
+            raise CLIError(f"bench: {where}: {key!r} must be {_expected(hints[key])}, got {value!r}")
+    missing = [k for k in _required(cls) if k not in values]
+    if missing:
+        raise CLIError(f"bench: {where} has no {missing[0]!r} ({what} needs {', '.join(_required(cls))})")
+    return values
+
+
 def _read(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
-        raise CLIError(f"bench: {path} is not valid YAML: {err}") from None
+        raise CLIError(f"bench: {path} is not valid YAML: {' '.join(str(err).split())}") from None
     if not isinstance(data, dict):
         raise CLIError(f"bench: {path} must hold a mapping (a protocol), not {type(data).__name__}")
-    unknown = set(data) - _KEYS
+    unknown = sorted(set(data) - set(file_keys()))
     if unknown:
-        raise CLIError(f"bench: {path}: unknown key(s) {sorted(unknown)}; a protocol has {sorted(_KEYS)}")
+        raise CLIError(f"bench: {path}: unknown key {unknown[0]!r} (a protocol has the keys {', '.join(file_keys())})")
     return data
 
 
@@ -207,63 +265,24 @@ def _resolve(name: str, files: dict[str, Path], seen: tuple[str, ...] = ()) -> d
     return merged
 
 
-def _claims(path: Path, items: Any, baselines: dict[str, Any]) -> list[Claim]:
-    if not isinstance(items, list) or not items:
-        raise CLIError(f"bench: {path}: 'claims' must be a non-empty list of {{gap, baseline, ...}}")
-    out = []
-    for i, c in enumerate(items):
-        if not isinstance(c, dict) or sum(k in c for k in ("gap", "score", "statistic")) != 1 or "baseline" not in c:
-            raise CLIError(f"bench: {path}: claims[{i}] needs 'baseline' and one of 'gap' (a metric of the rows), "
-                           f"'score' (an item-level score of the embeddings suite) or 'statistic' (a scalar of the "
-                           f"test report with no attribute, e.g. cluster_dominance), got {c!r}")
-        unknown = set(c) - _CLAIM_KEYS
-        if unknown:
-            raise CLIError(f"bench: {path}: claims[{i}]: unknown key(s) {sorted(unknown)} (known: "
-                           f"{sorted(_CLAIM_KEYS)})")
-        if c["baseline"] not in baselines:
-            raise CLIError(f"bench: {path}: claims[{i}] names baseline {c['baseline']!r}, not one of "
-                           f"{sorted(baselines)}")
-        if "score" in c:
-            if c["score"] not in ITEM_SCORES:
-                raise CLIError(f"bench: {path}: claims[{i}]: score {c['score']!r} is not one of {list(ITEM_SCORES)}")
-            c = {**c, "gap": c["score"]}
-        if "statistic" in c:
-            if not isinstance(c["statistic"], str) or not c["statistic"].isidentifier():
-                raise CLIError(f"bench: {path}: claims[{i}]: statistic must name a scalar of the test report "
-                               f"(e.g. cluster_dominance), got {c['statistic']!r}")
-            c = {**c, "gap": c["statistic"]}
-        out.append(Claim(**c))
-    return out
-
-
-def _names(path: Path, value: Any) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        raise CLIError(f"bench: {path}: 'applies_to' must be a method class name or a list of them, got {value!r}")
-    return tuple(value)
-
-
-def _flag(path: Path, raw: dict[str, Any], key: str) -> bool:
-    value = raw.get(key, False)
-    if not isinstance(value, bool):
-        raise CLIError(f"bench: {path}: {key!r} must be true or false, got {value!r}")
-    return value
-
-
-def _evaluate(path: Path, raw: dict[str, Any]) -> dict[str, Any]:
-    block = raw.get("evaluate")
-    scores = [c.get("score") for c in raw.get("claims") or [] if isinstance(c, dict) and c.get("score")]
-    if scores and block is None:
-        raise CLIError(f"bench: {path}: claims on {scores} need an 'evaluate' block (the bias sets' subset sizes; "
-                       "{} for all items)")
-    if block is None:
-        return {}
-    if not isinstance(block, dict) or set(block) - set(EVALUATE_DEFAULTS):
-        raise CLIError(f"bench: {path}: 'evaluate' must be a mapping of {sorted(EVALUATE_DEFAULTS)}, got {block!r}")
-    return {**EVALUATE_DEFAULTS, **block}
+def _claim(path: Path, i: int, item: Any, baselines: dict[str, Any]) -> Claim:
+    where = f"{path}: claims[{i}]"
+    if not isinstance(item, dict):
+        raise CLIError(f"bench: {where} must be a mapping {{gap, baseline, ...}}, got {item!r}")
+    named = [k for k in ("gap", "score", "statistic") if k in item]
+    if len(named) != 1:
+        raise CLIError(f"bench: {where} needs one of 'gap' (a metric of the rows), 'score' (an item-level score of "
+                       "the embeddings suite) or 'statistic' (a scalar of the test report with no attribute, e.g. "
+                       f"cluster_dominance), got {item!r}")
+    c = _checked(Claim, {**item, "gap": item[named[0]]}, where, "a claim")
+    if c["baseline"] not in baselines:
+        raise CLIError(f"bench: {where} names baseline {c['baseline']!r}, not one of {sorted(baselines)}")
+    if "score" in c and c["score"] not in ITEM_SCORES:
+        raise CLIError(f"bench: {where}: score {c['score']!r} is not one of {list(ITEM_SCORES)}")
+    if "statistic" in c and not c["statistic"].isidentifier():
+        raise CLIError(f"bench: {where}: statistic must name a scalar of the test report (e.g. cluster_dominance), "
+                       f"got {c['statistic']!r}")
+    return Claim(**c)
 
 
 def _protocol(name: str, suite: str, files: dict[str, Path], quick: bool) -> Protocol:
@@ -274,25 +293,35 @@ def _protocol(name: str, suite: str, files: dict[str, Path], quick: bool) -> Pro
     if quick and isinstance(raw.get("quick"), dict):
         raw = deep_merge(raw, raw["quick"])
     raw.pop("quick", None)
-    for key in ("version", "data", "model", "trainer", "baselines", "claims", "input_kind"):
-        if key not in raw:
-            raise CLIError(f"bench: {path} has no {key!r} (a protocol needs version, input_kind, data, model, "
-                           "trainer, baselines and claims)")
-    if not isinstance(raw["data"], dict) or "class_path" not in raw["data"]:
+    values = {k: v for k, v in raw.items() if k != "extends"}
+    if isinstance(values.get("applies_to"), str):  # one class name or a list of them
+        values["applies_to"] = [values["applies_to"]]
+    values = _checked(Protocol, values, str(path), "a protocol")
+    # what the types cannot say
+    if "class_path" not in values["data"]:
         raise CLIError(f"bench: {path}: 'data' must be {{class_path: <datamodule>, init_args: {{...}}}}")
-    baselines = raw["baselines"]
-    if not isinstance(baselines, dict) or not baselines:
+    if not values["baselines"] or not all(isinstance(b, dict) and "class_path" in b
+                                          for b in values["baselines"].values()):
         raise CLIError(f"bench: {path}: 'baselines' must map names to {{class_path: <method>, init_args: ...}}")
-    return Protocol(
-        name=name, suite=suite, version=int(raw["version"]), title=str(raw.get("title", name)),
-        input_kind=str(raw["input_kind"]), data=raw["data"], model=dict(raw["model"] or {}),
-        trainer=dict(raw["trainer"] or {}), selection=check_selection(dict(raw.get("selection") or {}), str(path)),
-        seeds=int(raw.get("seeds", 3)), baselines=baselines, claims=_claims(path, raw["claims"], baselines),
-        paper=str(raw.get("paper", "")), views=bool(raw.get("views", False)), requires_data=raw.get("requires_data"),
-        control=bool(raw.get("control", False)), notes=str(raw.get("notes", "")).strip(),
-        applies_to=_names(path, raw.get("applies_to")), evaluate=_evaluate(path, raw),
-        on_request=_flag(path, raw, "on_request"), quick=quick,
-        source=str(path), raw=raw)
+    if not values["claims"]:
+        raise CLIError(f"bench: {path}: 'claims' must be a non-empty list of {{gap, baseline, ...}}")
+    scores = [c["score"] for c in values["claims"] if isinstance(c, dict) and c.get("score")]
+    if scores and "evaluate" not in values:
+        raise CLIError(f"bench: {path}: claims on {scores} need an 'evaluate' block (the bias sets' subset sizes; "
+                       "{} for all items)")
+    unknown = sorted(set(values.get("evaluate") or {}) - set(EVALUATE_DEFAULTS))
+    if unknown:
+        raise CLIError(f"bench: {path}: evaluate: unknown key {unknown[0]!r} (its keys: "
+                       f"{', '.join(EVALUATE_DEFAULTS)})")
+    if "applies_to" in values and not values["applies_to"]:
+        raise CLIError(f"bench: {path}: 'applies_to' must name a method class or a list of them")
+    return Protocol(**{
+        **values, "name": name, "suite": suite, "quick": quick, "source": str(path), "raw": raw,
+        "title": values.get("title", name), "notes": values.get("notes", "").strip(),
+        "selection": check_selection(dict(values.get("selection") or {}), str(path)),
+        "claims": [_claim(path, i, c, values["baselines"]) for i, c in enumerate(values["claims"])],
+        "applies_to": tuple(values.get("applies_to") or ()),
+        "evaluate": {**EVALUATE_DEFAULTS, **values["evaluate"]} if values.get("evaluate") is not None else {}})
 
 
 def load_suite(suite: str, quick: bool = False) -> list[Protocol]:

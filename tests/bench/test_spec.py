@@ -12,7 +12,6 @@ import pytest
 import torch
 import yaml
 
-from faircl.bench.command import _method_args
 from faircl.bench.runner import MethodSpec, plan, resolve_method
 from faircl.bench.spec import deep_merge, load_suite, suite_names
 from faircl.cli.config_files import CLIError
@@ -106,7 +105,13 @@ def test_extends_replaces_selection_and_baselines_whole(tmp_path):
 
 
 @pytest.mark.parametrize("text, says", [
-    (BASE + "budget: 3\n", "unknown key(s) ['budget']"),
+    (BASE + "budget: 3\n", "unknown key 'budget' (a protocol has the keys applies_to, baselines, claims, "),
+    (BASE + "views: sometimes\n", "'views' must be true or false, got 'sometimes'"),
+    (BASE + "seeds: three\n", "'seeds' must be an integer, got 'three'"),
+    (BASE.replace("claims: [{gap: tpr_gap_rms, baseline: CE}]", "claims: [{gap: tpr_gap_rms, baseline: CE, by: 2}]"),
+     "claims[0]: unknown key 'by' (a claim has the keys baseline, gap, leakage, leakage_paper_effect, margin, "),
+    (BASE.replace("claims: [{gap: tpr_gap_rms, baseline: CE}]", "claims: [{gap: tpr_gap_rms, baseline: CE, "
+                  "paper_effect: large}]"), "claims[0]: 'paper_effect' must be a number or null, got 'large'"),
     (BASE.replace("claims: [{gap: tpr_gap_rms, baseline: CE}]", "claims: [{gap: tpr_gap_rms, baseline: ERM}]"),
      "names baseline 'ERM'"),
     (BASE.replace("claims: [{gap: tpr_gap_rms, baseline: CE}]", "claims: []"), "'claims' must be a non-empty list"),
@@ -119,7 +124,7 @@ def test_a_bad_protocol_file_is_refused_naming_the_file_and_the_key(tmp_path, te
     (tmp_path / "base.yaml").write_text(text)
     with pytest.raises(CLIError) as err:
         load_suite(str(tmp_path))
-    assert says in str(err.value) and "base.yaml" in str(err.value)
+    assert says in str(err.value) and "base.yaml" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_unknown_suite_and_extends_cycle(tmp_path):
@@ -145,14 +150,7 @@ def test_methods_are_skipped_with_the_reason(tmp_path, monkeypatch):
     assert "does not exist" in text["bios_samples"].skip_reason(CE)
 
 
-def test_method_arguments_and_names(tmp_path, monkeypatch):
-    assert _method_args(["--method.init_args.temperature", "0.1", "--method.normalize=false",
-                         "--method.init_args.encoder_kwargs={hidden_dim: 8}"]) == {
-        "temperature": 0.1, "normalize": False, "encoder_kwargs": {"hidden_dim": 8}}
-    with pytest.raises(CLIError, match="unrecognized argument '--seed'"):
-        _method_args(["--seed", "1"])
-    with pytest.raises(CLIError, match="needs a value"):
-        _method_args(["--method.init_args.lr"])
+def test_method_names(tmp_path, monkeypatch):
     assert resolve_method("ConFair")[0] == "faircl.methods.confair.ConFair"
     with pytest.raises(CLIError, match="not a faircl method.*dotted path"):
         resolve_method("Confair")
@@ -268,6 +266,7 @@ def test_the_shipped_dto_protocols_are_their_parents_at_dto_selection():
             parent.applies_to)
 
 
+
 def test_the_bench_worker_warms_up_with_its_frequent_kinds_of_run_in_a_scratch_folder(tmp_path, monkeypatch):
     """The worker's warm-up runs (:func:`warm_runs`): the most frequent kind of run, then each kind with at least
     ``WARM_PAYBACK`` runs, at most ``WARM_KINDS``; each a config of that kind whose every path lies in the scratch
@@ -301,3 +300,21 @@ def test_the_bench_worker_warms_up_with_its_frequent_kinds_of_run_in_a_scratch_f
     # one run of each of four kinds (fewer than the threshold): the first kind only
     few = list({runner.run_kind(t): t for t in tasks}.values())[:4]
     assert [a[1] for a in runner.warm_runs(few, tmp_path / "s2")] == [str(tmp_path / "s2" / "warm_0" / "config.yaml")]
+
+def test_the_keys_of_a_protocol_file_are_the_fields_of_its_dataclasses():
+    from dataclasses import fields
+
+    from faircl.bench.spec import Claim, Protocol, file_keys
+
+    assert set(file_keys()) == {f.name for f in fields(Protocol)} - {"suite", "source", "raw"} | {"extends"}
+    assert "budget" not in file_keys() and {"on_request", "applies_to", "evaluate", "quick"} <= set(file_keys())
+    assert {f.name for f in fields(Claim)} >= {"gap", "score", "statistic", "baseline", "margin"}
+
+
+def test_a_shipped_protocols_cache_key_is_the_one_it_had():
+    """The keys of the baseline cache hash the resolved protocol: read before the loader was rewritten (from its
+    dataclasses), they must not move, or every cached baseline would be trained again."""
+    text = {p.name: p for p in load_suite("text")}
+    quick = {p.name: p for p in load_suite("text", quick=True)}
+    assert text["synthbios"].key() == "872ea9c7dc53" and quick["synthbios"].key() == "7f132dfdb033"
+    assert {p.name: p.key() for p in load_suite("embeddings", quick=True)} == {"cda_minilm": "d1f5654a79ad"}
