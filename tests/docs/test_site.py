@@ -363,7 +363,7 @@ README_HOMES = {
     "Scaling out: DDP": ("guides/scaling.md", "gather_distributed: true"),
     "Scaling out: launchers": ("guides/scaling.md", "srun faircl fit"),
     "Scaling out: gradient cache": ("guides/scaling.md", "grad_cache_chunk: 64"),
-    "Layout": ("architecture.md", "mining.py     triplet miners"),
+    "Layout": ("architecture.md", "mining/ which pairs and triplets a batch trains on"),
     "Data": ("guides/data.md", "utkface_subset"),
     "Results and performance: scripts": ("benchmarks/index.md", "benchmarks/performance/loss_memory.py"),
     "Results and performance: figures": ("benchmarks/index.md", "How `GroupFairness` gets there"),
