@@ -1,6 +1,6 @@
-"""Per-item outputs of the embedding benchmark (``faircl bench embeddings``, ``benchmarks/embedding_bench.py``),
-saved for every model and seed so that the original encoder's bias can be compared with a null and the changes
-bootstrapped over items.
+"""Per-item outputs of the embedding benchmark (``faircl bench embeddings``,
+``benchmarks/reproduction/embedding_bench.py``), saved for every model and seed so that the original encoder's bias
+can be compared with a null and the changes bootstrapped over items.
 
 * CrowS-Pairs: per pair, ``cos(more, shared) − cos(less, shared)`` (> 0: the more stereotyping sentence is preferred).
 * StereoSet: per item, the cosine of the stereotype, anti-stereotype and unrelated completion to the context.

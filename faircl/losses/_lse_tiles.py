@@ -22,7 +22,7 @@ __all__ = ["MIN_TILE_ROWS", "TILE_ELEMENTS", "TILE_ELEMENTS_ACCELERATOR", "full_
 TILE_ELEMENTS = 1 << 20
 #: The default on an accelerator: 16 Mi float32 = 64 MiB. On an H100 CPU-sized tiles left the streamed SupCon
 #: launch-bound, about 20× the dense log-sum-exp's time at B = 4,096 to 16,384; 1,024-row tiles at B = 16,384 took
-#: 25 ms against 213 ms (``benchmarks/results/gpu.md``). Memory stays linear in B.
+#: 25 ms against 213 ms (``benchmarks/performance/results/gpu.md``). Memory stays linear in B.
 TILE_ELEMENTS_ACCELERATOR = 1 << 24
 MIN_TILE_ROWS = 64
 

@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 #: Up to this many rows the public losses keep their dense ``[B, B]`` path (measured as fast or faster there;
-#: the streamed path was faster from B = 2,048 on, see benchmarks/results/losses.md).
+#: the streamed path was faster from B = 2,048 on, see benchmarks/performance/results/losses.md).
 DENSE_MAX_ROWS = 1024
 
 

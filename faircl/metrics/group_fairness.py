@@ -42,8 +42,8 @@ class GroupFairness(Metric):
 
     Cost: ``update`` reads the three id tensors once, in cache-sized blocks (see
     :func:`faircl.metrics.functional.confusion_counts`); ``compute`` works on the ``[G + 1, C, C]`` counts only
-    (:func:`faircl.metrics.functional.fairness_summary`). ``benchmarks/metrics.py`` measures both against a bare
-    ``torch.bincount`` of precomputed codes.
+    (:func:`faircl.metrics.functional.fairness_summary`). ``benchmarks/performance/metrics.py`` measures both against
+    a bare ``torch.bincount`` of precomputed codes.
 
     Examples:
         Group 0 has TPR 1 and FPR 0.5, group 1 TPR 0.5 and FPR 0; both groups have accuracy 0.75:

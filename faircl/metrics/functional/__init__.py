@@ -29,8 +29,8 @@ pass over a block builds the code ``ŷ + C·y + C²·g`` (reading the ids from m
 then re-read the block from cache, and one ``scatter_add_`` counts it. On CPU that scatter checks its indices, which
 validates the group ids for free; a block with an unknown group (``g = −1``) is shifted by ``C²`` and counted in a
 scratch tensor folded in at the end. Two-class scores take one comparison instead of an argmax reduction. The maths
-on the (tiny) count tensors runs in plain Python floats. ``benchmarks/metrics.py`` measures it all against a bare
-``torch.bincount``.
+on the (tiny) count tensors runs in plain Python floats. ``benchmarks/performance/metrics.py`` measures it all
+against a bare ``torch.bincount``.
 """
 
 from faircl.metrics.functional.counting import (
