@@ -1,6 +1,6 @@
 """Runs of a benchmark: every (protocol, setting, seed) is one ``faircl fit`` and one ``faircl test --ckpt_path best``
 of a generated config, forked from a worker that imported torch, Lightning and faircl once
-(:class:`faircl.cli.workers.RunPool`), so a crash ends that run only and start-up is paid once.
+(:class:`faircl.cli.run_pool.RunPool`), so a crash ends that run only and start-up is paid once.
 
 Where runs live:
 
@@ -18,7 +18,6 @@ so a killed bench resumes where it stopped.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import importlib
 import inspect
@@ -26,7 +25,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,10 +35,9 @@ import yaml
 from faircl.bench.checkpoint_selection import check_selection, pick_epoch, selection_callbacks
 from faircl.bench.spec import Protocol, deep_merge
 from faircl.cli.config_files import CLIError
-from faircl.cli.workers import PRELOAD, RunPool
+from faircl.cli.run_pool import PRELOAD, RunPool
 
-__all__ = ["BENCH_PRELOAD", "MethodSpec", "RunTask", "default_cache", "plan", "resolve_method", "run_one", "run_tasks",
-           "warm_runs"]
+__all__ = ["BENCH_PRELOAD", "MethodSpec", "RunTask", "default_cache", "plan", "resolve_method", "run_one", "run_tasks"]
 
 #: what a bench worker imports before its first fork: a sweep's worker's, the runs' target and the epoch-history
 #: callback that every run's config names by class path
@@ -176,7 +173,7 @@ def _safe(name: str) -> str:
 
 def run_one(folder: str) -> int:
     """Fit and test the run in ``folder`` (its ``config.yaml``) in this process; writes ``run.json`` when both
-    succeeded. The target of :meth:`faircl.cli.workers.RunPool.run`; returns the exit status."""
+    succeeded. The target of :meth:`faircl.cli.run_pool.RunPool.run`; returns the exit status."""
     from faircl.cli.app import run_cli  # deferred: Lightning, imported once by the worker that forks the runs
     from faircl.cli.dispatch import is_usage_error, user_message  # deferred: with faircl.cli.app
 
@@ -280,40 +277,7 @@ def run_tasks(tasks: list[RunTask], say=print, fresh: bool = False) -> list[str]
         return []
     if fresh:
         return _run_all(todo, None, say)
-    with tempfile.TemporaryDirectory(prefix="faircl-bench-warm-") as scratch:  # read by the worker's warm-up
-        return _run_all(todo, RunPool(BENCH_PRELOAD, warm=warm_runs(todo, Path(scratch))), say)
-
-
-#: a warm-up costs about one run and spares each later run of its kind about a tenth of one (the start-up caches its
-#: classes need, ``benchmarks/results/startup_warm.md``): a kind of run beyond the most frequent is warmed up from this many
-WARM_PAYBACK = 10
-#: the most kinds of run a bench worker warms up with
-WARM_KINDS = 3
-
-
-def run_kind(task: RunTask) -> tuple[str, str, bool]:
-    """What the worker's warm-up covers a run by: its data class, its method class, one view or two."""
-    return str(task.protocol.data.get("class_path", "")), task.class_path, task.two_views
-
-
-def warm_runs(tasks: list[RunTask], scratch: Path) -> list[list[str]]:
-    """The ``faircl fit`` arguments the bench's worker warms up with (:mod:`faircl.cli.warm`): one run of the most
-    frequent kind (:func:`run_kind`), and of each further kind with at least :data:`WARM_PAYBACK` runs to go, at
-    most :data:`WARM_KINDS`. Each is the kind's first run with its folder moved into ``scratch``: a warm-up writes
-    nothing into a run's folder."""
-    kinds: dict[tuple, list[RunTask]] = {}
-    for t in tasks:
-        kinds.setdefault(run_kind(t), []).append(t)
-    ranked = sorted(kinds.values(), key=len, reverse=True)  # stable: ties keep the runs' order
-    chosen = [k for i, k in enumerate(ranked) if i == 0 or len(k) >= WARM_PAYBACK][:WARM_KINDS]
-    out = []
-    for i, runs in enumerate(chosen):
-        folder = scratch / f"warm_{i}"
-        folder.mkdir(parents=True, exist_ok=True)
-        config = dataclasses.replace(runs[0], folder=folder).config()
-        (folder / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-        out.append(["--config", str(folder / "config.yaml")])
-    return out
+    return _run_all(todo, RunPool(BENCH_PRELOAD), say)
 
 
 def _run_all(todo: list[RunTask], pool: RunPool | None, say) -> list[str]:

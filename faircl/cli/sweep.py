@@ -51,7 +51,7 @@ from optuna.trial import TrialState
 from faircl.cli.app import run_cli
 from faircl.cli.config_files import CLIError
 from faircl.cli.search import Param, check_paths, override, parse_objectives, parse_search
-from faircl.cli.workers import RunPool, needs_fresh_process
+from faircl.cli.run_pool import RunPool, needs_fresh_process
 from faircl.data.base import FairDataModule
 from faircl.methods.base import FairModule
 
@@ -248,7 +248,7 @@ class Worker:
         self.params = [Param.from_dict(d) for d in definition["search"]]
         self.failures, self.trials = 0, trials
         self.fresh = needs_fresh_process(definition["fit_args"])  # else each run is forked from self.pool
-        self.pool = RunPool(warm=[definition["fit_args"]])  # the server warms up with a run of the sweep's config
+        self.pool = RunPool()
 
     def objective(self, trial: optuna.Trial) -> float | tuple[float, ...]:
         values = {p.path: p.suggest(trial) for p in self.params}

@@ -124,7 +124,7 @@ def follow_worker() -> None:
 
 
 def pooled_seed(trial_dir: str, index: int) -> int:
-    """:func:`run_seed` in a child of the sweep worker's fork server (:class:`faircl.cli.workers.RunPool`): it ends
+    """:func:`run_seed` in a child of the sweep worker's fork server (:class:`faircl.cli.run_pool.RunPool`): it ends
     with the server, which ends with the worker."""
     try:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)

@@ -5,12 +5,10 @@ the attribute-permuted control keeps group sizes while cutting the attribute's t
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-import yaml
 
 from faircl.bench.runner import MethodSpec, plan, resolve_method
 from faircl.bench.spec import deep_merge, load_suite, suite_names
@@ -266,40 +264,6 @@ def test_the_shipped_dto_protocols_are_their_parents_at_dto_selection():
             parent.applies_to)
 
 
-
-def test_the_bench_worker_warms_up_with_its_frequent_kinds_of_run_in_a_scratch_folder(tmp_path, monkeypatch):
-    """The worker's warm-up runs (:func:`warm_runs`): the most frequent kind of run, then each kind with at least
-    ``WARM_PAYBACK`` runs, at most ``WARM_KINDS``; each a config of that kind whose every path lies in the scratch
-    folder (a warm-up writes nothing of a run's), and no run folder made."""
-    from collections import Counter
-
-    import faircl.bench.runner as runner
-    from faircl.methods import ConFair
-
-    method = MethodSpec("ConFair", "faircl.methods.ConFair", {}, ConFair)
-    tasks = [t for p in load_suite("vision", quick=True) for t in plan(p, method, [0, 1, 2], tmp_path / "out",
-                                                                       tmp_path / "cache")]
-    counts = Counter(runner.run_kind(t) for t in tasks).most_common()
-    assert len(counts) > runner.WARM_KINDS
-    for payback in (runner.WARM_PAYBACK, 3):  # the shipped threshold; a low one, where the cap binds
-        monkeypatch.setattr(runner, "WARM_PAYBACK", payback)
-        want = [k for i, (k, n) in enumerate(counts) if i == 0 or n >= payback][:runner.WARM_KINDS]
-        scratch = tmp_path / f"scratch{payback}"
-        got = []
-        for args in runner.warm_runs(tasks, scratch):
-            assert args[0] == "--config" and Path(args[1]).parent.parent == scratch
-            text = Path(args[1]).read_text()
-            assert str(tmp_path / "out") not in text and str(tmp_path / "cache") not in text
-            cfg = yaml.safe_load(text)
-            assert cfg["trainer"]["default_root_dir"] == str(Path(args[1]).parent)
-            got.append((cfg["data"]["class_path"], cfg["model"]["class_path"],
-                        bool(cfg["data"].get("init_args", {}).get("two_views", False))))
-        assert got == want and 1 <= len(got) <= runner.WARM_KINDS
-    assert len(got) == runner.WARM_KINDS
-    assert not (tmp_path / "out").exists() and not (tmp_path / "cache").exists()
-    # one run of each of four kinds (fewer than the threshold): the first kind only
-    few = list({runner.run_kind(t): t for t in tasks}.values())[:4]
-    assert [a[1] for a in runner.warm_runs(few, tmp_path / "s2")] == [str(tmp_path / "s2" / "warm_0" / "config.yaml")]
 
 def test_the_keys_of_a_protocol_file_are_the_fields_of_its_dataclasses():
     from dataclasses import fields

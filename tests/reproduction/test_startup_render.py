@@ -1,36 +1,12 @@
-"""``benchmarks/startup.py``'s load notes: a busy protocol is named, and the quiet line never claims every figure when
-one protocol was busy."""
+"""``benchmarks/performance/startup.py``'s interval for the median overhead: it covers the median at its level and
+falls back to the range when the rounds are too few."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-
-def _quiet(load: float) -> str:
-    return ("The machine was quiet for every figure: never more runnable tasks than its 2 core(s), load average at "
-            f"most {load:.2f}.")
-
-
-def test_busy_protocol_is_named_and_the_quiet_line_says_other_protocols():
-    from startup import load_notes
-
-    busy = "**1 of 3 figures were taken on a busy machine** (marked busy: …)."
-    out = load_notes([("ce, 1 epoch", busy, 1.12), ("confair", _quiet(1.37), 1.37),
-                      ("ce, 5 epochs", _quiet(9.5), 9.5), ("text", _quiet(10.2), 10.2)])
-    assert out[0] == f"ce, 1 epoch: {busy}"
-    assert len(out) == 2
-    assert "every figure of the other protocols" in out[1] and out[1].endswith("10.20.")  # by value: 9.50 sorts last as text
-
-
-def test_all_quiet_gives_one_line_for_every_figure():
-    from startup import load_notes
-
-    out = load_notes([("a", _quiet(0.5), 0.5), ("b", _quiet(1.2), 1.2)])
-    assert out == [_quiet(1.2)]
-    assert load_notes([("a", "", 0.3)]) == []
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "performance"))
 
 
 def test_the_median_interval_covers_the_median_at_its_level_and_falls_back_to_the_range():
