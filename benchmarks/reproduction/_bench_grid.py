@@ -104,7 +104,7 @@ def bench_command(suite: str, protocols: list[str], label: str, cls: str, args: 
     cmd = [faircl, "bench", suite, *sum((["--protocol", p] for p in protocols), []), "--method", cls,
            "--name", label, "--out", str(out)]
     for k, v in args.items():
-        cmd += [f"--method.init_args.{k}", json.dumps(v)]
+        cmd += [f"--method.init_args.{k}", v if isinstance(v, str) else json.dumps(v)]  # a string as is (typed by the parser)
     if quick:
         cmd.append("--quick")
     if seeds:
