@@ -103,8 +103,9 @@ def bench_command(suite: str, protocols: list[str], label: str, cls: str, args: 
     faircl = shutil.which("faircl", path=str(Path(sys.executable).parent)) or "faircl"
     cmd = [faircl, "bench", suite, *sum((["--protocol", p] for p in protocols), []), "--method", cls,
            "--name", label, "--out", str(out)]
+    # a string as is: the parser types it (a JSON-quoted string is no Literal value)
     for k, v in args.items():
-        cmd += [f"--method.init_args.{k}", v if isinstance(v, str) else json.dumps(v)]  # a string as is (typed by the parser)
+        cmd += [f"--method.init_args.{k}", v if isinstance(v, str) else json.dumps(v)]
     if quick:
         cmd.append("--quick")
     if seeds:
