@@ -311,8 +311,8 @@ def _protocol(name: str, suite: str, files: dict[str, Path], quick: bool) -> Pro
                        "{} for all items)")
     unknown = sorted(set(values.get("evaluate") or {}) - set(EVALUATE_DEFAULTS))
     if unknown:
-        raise CLIError(f"bench: {path}: evaluate: unknown key {unknown[0]!r} (its keys: "
-                       f"{', '.join(EVALUATE_DEFAULTS)})")
+        raise CLIError(f"bench: {path}: 'evaluate' must be a mapping of {', '.join(EVALUATE_DEFAULTS)}; unknown "
+                       f"key {unknown[0]!r}")
     if "applies_to" in values and not values["applies_to"]:
         raise CLIError(f"bench: {path}: 'applies_to' must name a method class or a list of them")
     return Protocol(**{
