@@ -215,7 +215,9 @@ def _type_name(hint: Any) -> str:
 
 def _refused_option(chain: list[BaseException]) -> str | None:
     """For a value the parser refused: the option, the value given and what was expected, from the parser's actions
-    that were checking it when the error rose (each on the traceback, with the value in hand), outer option first."""
+    that were checking it when the error rose, outer option first. Each is on the exception's traceback with the value
+    in hand (jsonargparse's ``ActionTypeHint._check_type``: ``self``, ``orig_val``, ``self._typehint``; a
+    ``NestedArg(key, val)`` for ``--model.init_args.X V``; jsonargparse 4.39 to 4.53)."""
     checks: list[tuple[argparse.Action, Any]] = []
     for exc in chain:
         for frame in _frames(exc.__traceback__):
@@ -227,7 +229,7 @@ def _refused_option(chain: list[BaseException]) -> str | None:
         return None
     outer, inner = checks[0][0], checks[-1][0]
     value = checks[-1][1]
-    if type(value).__name__ == "NestedArg":  # `--model.init_args.X V` (jsonargparse's NestedArg(key, val)), X unknown
+    if type(value).__name__ == "NestedArg":  # `--model.init_args.X V`, X unknown to the chosen class
         return (f"--{outer.dest}.init_args.{value.key} {value.val}: not accepted by the chosen {outer.dest} (no such "
                 f"argument, or a value of the wrong type; its arguments: faircl fit --{outer.dest}.help <class name>)")
     option = ".init_args.".join(action.dest for action, _ in checks)
@@ -250,11 +252,8 @@ def user_message(err: BaseException) -> str:
         return (f"{str(path)!r}: {err.strerror or 'permission denied'}; choose a folder you may write to "
                 "(--trainer.default_root_dir DIR, --out DIR) or change its permissions")
     chain = _chain(err)
-    if _raised_by_parser(chain[-1]) or len(chain) == 1:
-        reason = None
-    else:  # the innermost error, raised by a class the parser was building (or by faircl), is the reason
-        reason = chain[-1]
-    if reason is not None and any(_raised_by_parser(e) for e in chain[:-1]):
+    reason = chain[-1]  # the innermost error: when a class the parser was building raised it, it is the reason
+    if len(chain) > 1 and not _raised_by_parser(reason) and any(_raised_by_parser(e) for e in chain[:-1]):
         if isinstance(reason, CLIError):
             return str(reason).strip()
         said = " ".join(ln.strip() for ln in str(reason).splitlines() if ln.strip())[:600]

@@ -5,8 +5,9 @@
 
 Each trial samples the searched arguments with Optuna's sampler (``--sampler``, default Optuna's: TPE for one
 objective, NSGA-II for several) and runs, for every seed, ``faircl fit`` then ``faircl test --ckpt_path best`` in a
-child process (``faircl.cli.trial``) whose run folder ``<out>/trials/trial_<n>/seed_<s>/lightning_logs/...`` holds
-exactly what those commands write (config, checkpoints, metrics, report). The objective values are the validation
+child process (``faircl.cli.trial``) whose run folder ``<out>/trials/trial_<nnnn>/seed_<s>/lightning_logs/...``
+(``trial_0000/seed_0``: the trial number in four digits) holds exactly what those commands write (config, checkpoints,
+metrics, report). The objective values are the validation
 metrics of the selected (best) checkpoint, averaged over the seeds; their per-seed values and standard deviation are
 kept as trial attributes and in ``trial.json``. One objective: a single-objective study, pruned by Optuna's Lightning
 pruning callback on that validation metric (first seed; ``--pruner none`` turns it off). Several: a multi-objective
@@ -27,7 +28,6 @@ Exit status: 0, 2 for bad input (reported before any training), 1 when trials ke
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -45,6 +45,7 @@ import lightning as L
 import numpy as np
 import optuna
 import sqlalchemy.exc
+from jsonargparse import ArgumentParser, Namespace
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.trial import TrialState
 
@@ -115,25 +116,44 @@ def build_pruner(name: str) -> optuna.pruners.BasePruner:
 
 
 # ---------------------------------------------------------------------------------------------------- arguments
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="faircl sweep", allow_abbrev=False,
+class SweepParser(ArgumentParser):
+    """The parser of ``faircl sweep`` (jsonargparse): the sweep's own options; every argument it does not know
+    (``--config``, ``--model.*``, ``--data.*``, ``--trainer.*``, ...) is kept, in order, in :attr:`fit_args` for each
+    trial's ``faircl fit`` (which parses and checks them)."""
+
+    fit_args: list[str] = []
+
+    # Private jsonargparse method: the one place that receives the arguments no option took, before they would be
+    # refused as unrecognized (jsonargparse 4.39, the lowest faircl allows, to 4.53)
+    def _positional_optionals(self, cfg: Namespace, unknown: list[str]) -> tuple[Namespace, list[str]]:
+        self.fit_args = list(unknown)
+        return cfg, []
+
+
+def sweep_parser() -> SweepParser:
+    """The options of ``faircl sweep``; its errors are raised (one line, exit status 2)."""
+    p = SweepParser(
+        prog="faircl sweep", exit_on_error=False, allow_abbrev=False, default_env=False,
         description="Hyper-parameter search with Optuna; every trial is a faircl fit + test. Arguments not listed "
                     "here (--config, --model.*, --data.*, --trainer.*) go to each trial's `faircl fit`.")
-    p.add_argument("--search", action="append", default=[], metavar="PATH=RANGE",
-                   help="a searched argument: LOW:HIGH[:STEP] | log:LOW:HIGH | int:[log:]LOW:HIGH | choice:A,B")
-    p.add_argument("--objectives", help="METRIC:max|min[,...] over validation metrics, e.g. val/accuracy:max")
-    p.add_argument("--trials", type=int, help="the study's budget of trials, finished or running (default 20)")
-    p.add_argument("--seeds", help="seeds per trial: a count N (seeds 0..N-1) or a list 0,5,7 (default 1)")
-    p.add_argument("--out", help="the sweep folder (default sweeps/<config name>)")
-    p.add_argument("--storage", help="a database URL shared by the workers (default sqlite:///<out>/study.db)")
-    p.add_argument("--study", help="the study's name (default the sweep folder's name)")
+    p.add_argument("--search", type=str, action="append", default=[], metavar="PATH=RANGE",
+                   help="a searched argument, repeatable: LOW:HIGH[:STEP] | log:LOW:HIGH | int:[log:]LOW:HIGH | "
+                        "choice:A,B")
+    p.add_argument("--objectives", type=str, metavar="METRIC:max|min[,...]",
+                   help="validation metrics to optimise; unset: val/accuracy:max")
+    p.add_argument("--trials", type=int, help="the study's budget of trials, finished or running; unset: 20 (a "
+                                              "resumed sweep keeps its own)")
+    p.add_argument("--seeds", type=str, help="seeds per trial: a count N (seeds 0..N-1) or a list 0,5,7; unset: 1")
+    p.add_argument("--out", type=str, help="the sweep folder; unset: sweeps/<config name>")
+    p.add_argument("--storage", type=str, help="a database URL shared by the workers; unset: sqlite:///<out>/study.db")
+    p.add_argument("--study", type=str, help="the study's name; unset: the sweep folder's name")
     p.add_argument("--resume", action="store_true", help="continue the sweep in --out, or join it as a worker")
-    p.add_argument("--sampler", choices=sorted(SAMPLERS), help="Optuna sampler (default TPE / NSGA-II)")
+    p.add_argument("--sampler", choices=sorted(SAMPLERS), help="Optuna sampler; unset: TPE for one objective, NSGA-II for several")
     p.add_argument("--sampler_seed", type=int, help="seed of the sampler")
-    p.add_argument("--pruner", choices=("median", "none"), help="single objective: prune trials (default median)")
-    p.add_argument("--heartbeat", type=int,
-                   help="seconds between a worker's heartbeats (default 30; stored with the study, which keeps it)")
+    p.add_argument("--pruner", choices=("median", "none"), help="prune unpromising trials (one objective only); "
+                                                                 "unset: median for one objective")
+    p.add_argument("--heartbeat", type=int, help="seconds between a worker's heartbeats, stored with the study (a "
+                                                 "resumed sweep keeps its own); unset: 30")
     return p
 
 
@@ -159,7 +179,7 @@ def _default_out(fit_args: list[str]) -> Path:
     return Path("sweeps") / "sweep"
 
 
-def _definition(opts: argparse.Namespace, fit_args: list[str]) -> dict[str, Any]:
+def _definition(opts: Namespace, fit_args: list[str]) -> dict[str, Any]:
     for bad in ("--ckpt_path", "--seed_everything", "--trainer.default_root_dir"):
         if any(a == bad or a.startswith(bad + "=") for a in fit_args):
             raise CLIError(f"{bad} is set by the sweep for every trial (use --seeds for seeds, --out for the folder)")
@@ -176,7 +196,7 @@ def _definition(opts: argparse.Namespace, fit_args: list[str]) -> dict[str, Any]
             "pruner": opts.pruner or ("median" if len(objectives) == 1 else "none")}
 
 
-def _given(opts: argparse.Namespace, fit_args: list[str]) -> bool:
+def _given(opts: Namespace, fit_args: list[str]) -> bool:
     return bool(fit_args or opts.search or opts.objectives or opts.seeds or opts.sampler or opts.pruner)
 
 
@@ -367,9 +387,11 @@ def _summary(study: optuna.Study, definition: dict[str, Any], out: Path) -> None
         return
     best = study.best_trials if len(names) > 1 else [study.best_trial]
     label = "Pareto front (Optuna)" if len(names) > 1 else "best trial"
+    spread = len(definition["seeds"]) > 1  # one seed has no spread to print
     for t in best:
         mean, std = t.user_attrs.get("mean", {}), t.user_attrs.get("std", {})
-        scores = ", ".join(f"{n} {mean.get(n, float('nan')):.4f} ± {std.get(n, 0.0):.4f}" for n in names)
+        scores = ", ".join(f"{n} {mean.get(n, float('nan')):.4f}" + (f" ± {std.get(n, 0.0):.4f}" if spread else "")
+                           for n in names)
         print(f"{label}: trial {t.number} {t.params}: {scores}")
     study.trials_dataframe().to_csv(out / "trials.csv", index=False)
     print(f"trials written to {out / 'trials.csv'}; compare them with `faircl compare {out} --out <DIR>`")
@@ -380,7 +402,9 @@ def sweep(argv: list[str]) -> int:
     """``faircl sweep ...``; returns the exit status."""
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     warnings.filterwarnings("ignore", message=r".*args parameter is intended to run from within Python.*")
-    opts, fit_args = _parser().parse_known_args(argv)
+    parser = sweep_parser()
+    opts = parser.parse_args(argv)
+    fit_args = parser.fit_args
     if opts.trials is not None and opts.trials < 1:
         raise CLIError(f"--trials must be >= 1, got {opts.trials}")
     if opts.heartbeat is not None and opts.heartbeat < 1:

@@ -1,0 +1,176 @@
+"""How the ``faircl`` command reads its arguments and reports what is wrong with them: ``faircl sweep``'s jsonargparse
+parser (its own options, every other argument kept in order for the trials' ``faircl fit``), ``faircl export``'s, the
+one-line message taken from the exception (a class's own check that the parser wraps, an option's refused value),
+config names resolved once, and the summary line of a one-seed sweep. Fast: no training."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import optuna
+import pytest
+from jsonargparse import ArgumentParser
+
+from faircl.cli.config_files import CLIError, resolve_configs
+from faircl.cli.dispatch import main, user_message
+from faircl.cli.sweep import _summary, sweep_parser
+
+
+# ---------------------------------------------------------------------------------------------------- faircl sweep
+def test_sweep_options_are_parsed_and_every_other_argument_goes_to_fit_in_order():
+    parser = sweep_parser()
+    argv = ["--config", "ce/biased_features", "--search", "model.lr=log:1e-4:1e-2", "--model.init_args.x", "-1",
+            "--trials", "2", "--data.n_train=64", "--search=model.lambda_fair=0:1", "--resume",
+            "--model.encoder_kwargs={hidden_dim: 8}", "--sampler", "random", "--heartbeat=5"]
+    opts = parser.parse_args(argv)
+    assert opts.search == ["model.lr=log:1e-4:1e-2", "model.lambda_fair=0:1"]
+    assert (opts.trials, opts.resume, opts.sampler, opts.heartbeat) == (2, True, "random", 5)
+    assert parser.fit_args == ["--config", "ce/biased_features", "--model.init_args.x", "-1", "--data.n_train=64",
+                               "--model.encoder_kwargs={hidden_dim: 8}"]
+    # nothing given: the defaults, and no fit arguments
+    opts = parser.parse_args([])
+    assert (opts.search, opts.trials, opts.resume, opts.pruner, opts.out) == ([], None, False, None, None)
+    assert parser.fit_args == []
+
+
+def test_sweep_help_comes_from_jsonargparse(capsys):
+    assert main(["sweep", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: faircl sweep") and "--search PATH=RANGE" in out and "(type: int, default: null)" in out
+    for option in ("--objectives", "--trials", "--seeds", "--out", "--storage", "--study", "--resume", "--sampler",
+                   "--sampler_seed", "--pruner", "--heartbeat"):
+        assert option in out, option
+
+
+@pytest.mark.parametrize("args, expect", [
+    (["--trials", "abc"], "faircl: error: --trials abc: not a valid value (expected int)"),
+    (["--heartbeat=1.5"], "faircl: error: --heartbeat 1.5: not a valid value (expected int)"),
+    (["--sampler", "grid"], "invalid choice: 'grid' (choose from 'gp', 'nsga2', 'qmc', 'random', 'tpe')"),
+    (["--trials"], "argument --trials: expected one argument"),
+])
+def test_a_bad_sweep_option_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys, args, expect):
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", "--config", "ce/biased_features", "--search", "model.lr=log:1e-4:1e-2", *args]) == 2
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert lines[0].startswith("faircl: error: ") and expect in lines[0] and len(lines) <= 2, lines
+    assert not list(tmp_path.iterdir())  # refused before any folder is made
+
+
+def _study(seeds: int) -> tuple[optuna.Study, dict]:
+    study = optuna.create_study(direction="maximize")
+    per_seed = [0.8 + 0.02 * i for i in range(seeds)]
+    mean = sum(per_seed) / seeds
+    std = 0.0 if seeds == 1 else 0.0141
+    study.add_trial(optuna.trial.create_trial(
+        params={"model.lr": 0.01}, distributions={"model.lr": optuna.distributions.FloatDistribution(1e-4, 1e-1)},
+        value=mean, user_attrs={"mean": {"val/accuracy": mean}, "std": {"val/accuracy": std},
+                                "per_seed": {"val/accuracy": per_seed}}))
+    return study, {"objectives": [["val/accuracy", "maximize"]], "seeds": list(range(seeds))}
+
+
+def test_the_summary_prints_a_spread_only_over_several_seeds(tmp_path, capsys):
+    study, definition = _study(1)
+    _summary(study, definition, tmp_path)
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("best trial"))
+    assert line.endswith("val/accuracy 0.8000") and "±" not in line, line
+    study, definition = _study(2)
+    _summary(study, definition, tmp_path)
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("best trial"))
+    assert line.endswith("val/accuracy 0.8100 ± 0.0141"), line
+
+
+# ---------------------------------------------------------------------------------------------------- faircl export
+def test_export_help_and_missing_options(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: faircl export") and "--ckpt_path" in out and "--overwrite" in out
+    assert main(["export", "--out", "enc"]) == 2
+    line = capsys.readouterr().err.splitlines()[0]
+    assert line.startswith("faircl: error: ") and "required" in line and "ckpt_path" in line, line
+    assert main(["export", "--ckpt_path", "last", "--out", "enc"]) == 2  # no run here to take `last` from
+    assert "--ckpt_path last: no run of any method" in capsys.readouterr().err
+    assert not (tmp_path / "enc").exists()
+
+
+# ---------------------------------------------------------------------------------------------------- messages
+class Widget:
+    """A class with its own check, built by a parser (as the CLI builds a method or a datamodule)."""
+
+    def __init__(self, size: int = 1) -> None:
+        if size < 1:
+            raise ValueError(f"size must be >= 1, got {size}")
+        self.size = size
+
+
+class SmallWidget(Widget):
+    pass
+
+
+def _parser() -> ArgumentParser:
+    parser = ArgumentParser(exit_on_error=False)
+    parser.add_argument("--widget", type=Optional[Widget])
+    parser.add_argument("--count", type=Optional[int])
+    parser.add_argument("--ratio", type=float)
+    return parser
+
+
+def _error_of(args: list[str], instantiate: bool = False) -> BaseException:
+    parser = _parser()
+    with pytest.raises(Exception) as info:
+        cfg = parser.parse_args(args)
+        if instantiate:
+            parser.instantiate_classes(cfg)
+    return info.value
+
+
+def test_a_class_s_own_error_is_the_message_naming_the_class_built():
+    err = _error_of(["--widget", f"{__name__}.SmallWidget", "--widget.size", "0"], instantiate=True)
+    # the parser wraps the class's error (its union of Widget and None); the message is the class's own
+    assert user_message(err) == "SmallWidget: size must be >= 1, got 0"
+
+
+def test_a_refused_value_names_the_option_the_value_and_the_expected_type():
+    assert user_message(_error_of(["--count", "many"])) == "--count many: not a valid value (expected int or null)"
+    assert user_message(_error_of(["--ratio", "half"])) == "--ratio half: not a valid value (expected float)"
+    err = _error_of(["--widget", f"{__name__}.Widget", "--widget.init_args.colour", "red"])
+    assert user_message(err).startswith("--widget.init_args.colour red: not accepted by the chosen widget")
+
+
+def test_the_message_comes_from_the_exception_not_from_the_parser_s_wording(monkeypatch):
+    err = _error_of(["--count", "many"])
+    chain, inner = [], err
+    while inner is not None:
+        chain.append(inner)
+        inner = inner.__cause__ or inner.__context__
+    for exc in chain:  # another wording of every message in the chain: the line stays the same
+        exc.args = ("the parser says something else",)
+        if hasattr(exc, "message"):
+            exc.message = "the parser says something else"
+    assert user_message(err) == "--count many: not a valid value (expected int or null)"
+
+
+def test_other_errors_keep_their_own_line():
+    assert user_message(CLIError("config 'x' not found")) == "config 'x' not found"
+    assert user_message(ValueError("bad\nsecond line")) == "ValueError: bad second line"
+    try:
+        try:
+            raise KeyError("inner")
+        except KeyError:
+            raise ValueError("outer, raised by faircl while handling another error")
+    except ValueError as err:
+        assert user_message(err) == "ValueError: outer, raised by faircl while handling another error"
+
+
+# ---------------------------------------------------------------------------------------------------- config names
+def test_config_names_are_resolved_once_with_their_files(tmp_path):
+    own = tmp_path / "mine.yaml"
+    own.write_text("trainer:\n  max_epochs: 1\n")
+    argv, files = resolve_configs(["fit", "--config", "ce/biased_features", "--model.lr=0.1", f"--config={own}"])
+    shipped = Path(argv[2])
+    assert shipped.is_file() and shipped.parts[-2:] == ("ce", "biased_features.yaml")
+    assert argv[3:] == ["--model.lr=0.1", f"--config={own}"] and files == [shipped, own]
+    assert resolve_configs(["fit", "--model", "CE"]) == (["fit", "--model", "CE"], [])
+    with pytest.raises(CLIError, match="'ce/no_such' not found"):
+        resolve_configs(["--config", "ce/no_such"])
