@@ -25,7 +25,7 @@ from scipy import special
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from faircl.eval.verdicts import SplitPredictions, claim_from_predictions, decide  # noqa: E402
+from faircl.eval.verdicts import SplitPredictions, claim_from_predictions, decide
 
 ALPHA = 0.05
 

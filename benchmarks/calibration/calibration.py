@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _calibration_sim import ALPHA, Design, Outcome, family, rate, replicate, sd_over_se  # noqa: E402
+from _calibration_sim import ALPHA, Design, Outcome, family, rate, replicate, sd_over_se
 
 SEEDS = (3, 5, 8)
 SHIFTS = (0.0, 0.05, 0.09)

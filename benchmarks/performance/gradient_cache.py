@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_timing.py, shared with startup.py
-import _timing as T  # noqa: E402
+import _timing as T
 
 IN_DIM, WIDTH, DEPTH, OUT_DIM = 256, 1024, 8, 128
 

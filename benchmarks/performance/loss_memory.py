@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_timing.py, shared with startup.py
-import _timing as T  # noqa: E402
+import _timing as T
 
 TAU = 0.1
 CASES = ("floor logsumexp(z zᵀ/τ)", "supcon_loss", "supcon streamed (forced)")

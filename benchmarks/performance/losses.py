@@ -22,10 +22,10 @@ from typing import Callable
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_timing.py, shared with startup.py
-import _timing as T  # noqa: E402
+import _timing as T
 
-from faircl.losses import cs_infonce_loss, fcl_loss, nt_xent_loss, supcon_loss  # noqa: E402
-from faircl.mining import fair_negative_weights  # noqa: E402
+from faircl.losses import cs_infonce_loss, fcl_loss, nt_xent_loss, supcon_loss
+from faircl.mining import fair_negative_weights
 
 TAU = 0.1
 

@@ -23,9 +23,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_timing.py, shared with startup.py
-import _timing as T  # noqa: E402
+import _timing as T
 
-from faircl.metrics import GroupFairness, GroupRecallAtK  # noqa: E402
+from faircl.metrics import GroupFairness, GroupRecallAtK
 
 
 def interleaved(fns: dict, repeats: int, sync=None) -> dict[str, T.Timing]:

@@ -82,8 +82,8 @@ def test_methods_default_to_the_code_reduction(cls):
 def _literal_authors_difference(hs, eps=1e-6):
     total = 0.0
     for k in range(len(hs)):
-        for l in range(k + 1, len(hs)):
-            hk, hl = hs[k].double(), hs[l].double()
+        for m in range(k + 1, len(hs)):
+            hk, hl = hs[k].double(), hs[m].double()
             b = len(hk)
             acc = 0.0
             for i in range(b):

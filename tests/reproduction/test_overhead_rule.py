@@ -10,8 +10,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "performance"))
-import _timing as T  # noqa: E402
-import overhead  # noqa: E402
+import _timing as T
+import overhead
 
 
 def _t(name: str, cpu: list[float]) -> T.Timing:

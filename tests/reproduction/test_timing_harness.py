@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import _timing as T  # noqa: E402
+import _timing as T
 
 
 def test_rounds_rotate_warmup_is_not_counted_and_self_timed_results_are_used(monkeypatch):
