@@ -1,6 +1,6 @@
 """How often the verdict rule (:mod:`faircl.eval.verdicts`) is wrong, measured by simulation.
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/calibration/calibration.py                  # full: results/calibration.md
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/calibration/calibration.py      # full: results/calibration.md
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/calibration/calibration.py --quick --out -   # the test suite's subset
 
 Synthetic per-row predictions (:mod:`_calibration_sim`: 2,000 test and 1,000 validation rows, binary ``y`` and

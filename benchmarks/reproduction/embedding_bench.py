@@ -6,7 +6,7 @@ another name (a null method: no claim may read holds), then one results file of 
 
     .venv/bin/python benchmarks/reproduction/embedding_bench.py            # every invocation (baseline cached)
     .venv/bin/python benchmarks/reproduction/embedding_bench.py --methods "CCD β=1,untouched"   # a subset
-    .venv/bin/python benchmarks/reproduction/embedding_bench.py --render   # rewrite the results file from the bench outputs
+    .venv/bin/python benchmarks/reproduction/embedding_bench.py --render   # the results file from the bench outputs
 
 Writes ``benchmarks/reproduction/results/embedding_bench.md``; the runs and each invocation's ``results.md`` /
 ``results.csv`` / ``tradeoff.png`` / ``bench.json`` stay under ``--work`` (default
@@ -107,7 +107,8 @@ def beta_table(work: Path) -> list[str]:
 
 def render(work: Path, out: Path, note: str = "") -> None:
     lines = ["# The embedding benchmark through `faircl bench`", "",
-             f"Regenerate: `.venv/bin/python benchmarks/reproduction/embedding_bench.py` (runs under `{shown(work)}`; data in "
+             "Regenerate: `.venv/bin/python benchmarks/reproduction/embedding_bench.py` "
+             f"(runs under `{shown(work)}`; data in "
              "`$FAIRCL_DATA`). Protocol `embeddings/cda_minilm` (`faircl/bench/protocols/embeddings/`): CDA tuples "
              "of Bias-in-Bios, GAP and BUG (800 train, 48 validation, 120 test) and 60 test tuples of each held-out "
              "source (RedditBias, BEC-Pro, WinoBias, WinoGender); all-MiniLM-L6-v2 fine-tuned one epoch (Adam 5e-5, "

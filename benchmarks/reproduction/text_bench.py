@@ -15,7 +15,7 @@ as they stand.
     .venv/bin/python benchmarks/reproduction/text_bench.py --methods Con_*   # a subset of methods (prefix match)
     .venv/bin/python benchmarks/reproduction/text_bench.py --parts chi,grid  # a subset of parts
     .venv/bin/python benchmarks/reproduction/text_bench.py --parts b1024_dto,chi_dto,grid_dto,hate_dto,shen_dto,bios_dto,bios_full_dto,bios_chi_dto
-    .venv/bin/python benchmarks/reproduction/text_bench.py --render           # rewrite the results file from the bench outputs
+    .venv/bin/python benchmarks/reproduction/text_bench.py --render           # the results file from the outputs
 
 Writes ``benchmarks/reproduction/results/text_bench.md``; the runs and each invocation's ``results.md`` /
 ``results.csv`` / ``tradeoff.png`` / ``bench.json`` stay under ``--work`` (default ``$FAIRCL_CACHE/bench-runs/text``).
@@ -70,7 +70,8 @@ def invocations(names: list[str], parts: list[str]) -> dict[str, tuple[str, str,
 
 def render(work: Path, out: Path, walls: dict[str, float], note: str = "") -> None:
     lines = ["# The text benchmark through `faircl bench`", "",
-             f"Regenerate: `.venv/bin/python benchmarks/reproduction/text_bench.py` (runs under `{shown(work)}`; data in "
+             "Regenerate: `.venv/bin/python benchmarks/reproduction/text_bench.py` "
+             f"(runs under `{shown(work)}`; data in "
              "`$FAIRCL_DATA`). Protocols of `faircl/bench/protocols/text/`: `synthbios_minilm` (SynthBios two-class on "
              "frozen all-MiniLM-L6-v2 features, 2 × 300 tanh MLP, batch 256, 15 epochs, Shen's rule, 8 seeds) with "
              "its attribute-permuted control, `…_b1024` (batch 1,024, 60 epochs), `…_chi` (Chi's rule, "

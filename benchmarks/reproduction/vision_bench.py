@@ -5,7 +5,7 @@ every claim's verdict.
     .venv/bin/python benchmarks/reproduction/vision_bench.py                  # every method (baselines cached)
     .venv/bin/python benchmarks/reproduction/vision_bench.py --methods PARADE  # a subset (prefix match)
     .venv/bin/python benchmarks/reproduction/vision_bench.py --datasets digits  # one data set
-    .venv/bin/python benchmarks/reproduction/vision_bench.py --render          # rewrite the results file from the bench outputs
+    .venv/bin/python benchmarks/reproduction/vision_bench.py --render          # the results file from the outputs
 
 Writes ``benchmarks/reproduction/results/vision_bench.md``; the runs and each invocation's ``results.md`` /
 ``results.csv`` / ``tradeoff.png`` / ``bench.json`` stay under ``--work`` (default
@@ -48,7 +48,8 @@ def invocations(names: list[str], datasets: list[str]) -> dict[str, tuple[str, s
 
 def render(work: Path, out: Path, note: str = "") -> None:
     lines = ["# The vision benchmark through `faircl bench`", "",
-             f"Regenerate: `.venv/bin/python benchmarks/reproduction/vision_bench.py` (runs under `{shown(work)}`; data in "
+             "Regenerate: `.venv/bin/python benchmarks/reproduction/vision_bench.py` "
+             f"(runs under `{shown(work)}`; data in "
              "`$FAIRCL_DATA`). Protocols `vision/stereo_{digits,utkface}` (Shen's family: full batch, 100 epochs, "
              "Shen's rule, CE), `…_chi` (batch 128, Chi's rule: best validation F1, equalized-odds gap, CE), "
              "`…_knn` "

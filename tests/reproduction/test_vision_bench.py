@@ -32,7 +32,8 @@ def test_invocations_name_shipped_protocols_and_set_two_stage_budgets():
 def test_the_stage1_share_is_the_grids(monkeypatch):
     monkeypatch.setitem(vision_bench.GRID, "stage1_share", 0.5)
     runs = vision_bench.invocations(["TwoStageCL"], ["digits", "utkface"])
-    assert runs["TwoStageCL · digits"][3]["stage1_epochs"] == 10 and runs["TwoStageCL · utkface"][3]["stage1_epochs"] == 15
+    assert runs["TwoStageCL · digits"][3]["stage1_epochs"] == 10  # round(0.5 × 20)
+    assert runs["TwoStageCL · utkface"][3]["stage1_epochs"] == 15
 
 
 def test_render_writes_each_claim_with_its_control(tmp_path, bench_out):
