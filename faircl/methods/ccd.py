@@ -19,9 +19,12 @@ training tuples (the median heuristic of Gaussian kernels): typical tuples then 
 ``mean``, ``variance`` (the literal paper value, for reproduction) or a fixed ``rho`` are also offered. ρ is computed
 once at fit start (unless given) and stored in a buffer, so checkpoints and resumes keep it.
 
-Validation runs every ``val_check_interval`` trainer steps (the paper: every 500); the encoder weights with the
-lowest validation loss are kept and restored at the end of ``fit`` (``restore_best``). :meth:`CCD.save_pretrained`
-exports the debiased encoder as a Hugging Face model directory (also a sentence-transformers directory).
+Validation runs every ``val_check_interval`` trainer steps (the paper: every 500, keeping the best). The best weights
+are Lightning's best checkpoint: the method's checkpoint policy (:meth:`~faircl.methods.base.FairModule.configure_callbacks`,
+monitor ``val/loss``, mode ``min``) or the ``ModelCheckpoint`` a config names keeps it, ``faircl test --ckpt_path best``
+(``trainer.test(ckpt_path="best")``) evaluates it, and with ``restore_best`` the end of ``fit`` loads it back into the
+module (from ``trainer.checkpoint_callback.best_model_path``). :meth:`CCD.save_pretrained` exports the debiased
+encoder as a Hugging Face model directory (also a sentence-transformers directory).
 """
 
 from __future__ import annotations
@@ -32,10 +35,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
+from lightning.pytorch.utilities import rank_zero_info
 from torch.nn import functional as F
 from torchmetrics import MeanMetric
 
 from faircl._checks import check_choice, check_positive
+from faircl.checkpoints import load_checkpoint
 from faircl.losses.ccd import ccd_bias_loss, ccd_rep_loss
 from faircl.methods.base import FairModule
 from faircl.metrics import CCEDGap
@@ -58,7 +63,9 @@ class CCD(FairModule):
         rho_max_rows: at most this many training tuples to estimate ρ.
         normalize: L2-normalise the embeddings before the losses and metrics (sentence-transformers models such
             as all-MiniLM-L6-v2 are used normalised); the export then adds a Normalize module.
-        restore_best: at the end of ``fit``, put back the encoder weights of the lowest validation loss.
+        restore_best: at the end of ``fit``, load the weights of the trainer's best checkpoint (lowest ``val/loss``
+            unless a checkpoint callback or ``monitor`` chooses another metric); without a checkpoint callback
+            (``enable_checkpointing=False``) no best is kept and the module keeps the last step's weights.
         encoder: a registered text encoder (default ``hf``: a local Hugging Face model; ``encoder_kwargs.model_dir``
             ``None`` = the offline all-MiniLM-L6-v2).
         lr: Adam learning rate (paper: 5e-5).
@@ -103,7 +110,6 @@ class CCD(FairModule):
         self.freeze_module(self.encoder_orig)
         self.register_buffer("rho", torch.tensor(float(rho) if rho is not None else float("nan")))
         self.register_buffer("best_val_loss", torch.tensor(float("inf")))
-        self._best_state: dict[str, torch.Tensor] | None = None
         self.val_history: list[tuple[int, float]] = []
         self.val_cced, self.test_cced, self.test_cced_orig = CCEDGap(), CCEDGap(), CCEDGap()
         self.val_means = torch.nn.ModuleDict({k: MeanMetric() for k in ("loss", "bias", "rep")})
@@ -248,17 +254,24 @@ class CCD(FairModule):
         return values
 
     def on_validation_metrics(self, values: dict[str, float]) -> None:
-        """Keep the encoder weights of the lowest validation loss."""
+        """Record the validation loss (``val_history``) and the lowest so far (``val/best_loss``); the weights of the
+        best are kept by the trainer's checkpoint callback."""
         loss = values["loss"]
         self.val_history.append((int(self.global_step), loss))
-        if loss < float(self.best_val_loss):
-            self.best_val_loss.fill_(loss)
-            self._best_state = {k: v.detach().cpu().clone() for k, v in self.encoder.state_dict().items()}
+        self.best_val_loss.fill_(min(loss, float(self.best_val_loss)))
         self.log("val/best_loss", float(self.best_val_loss), sync_dist=False)
 
     def on_fit_end(self) -> None:
-        if self.restore_best and self._best_state is not None:
-            self.encoder.load_state_dict(self._best_state)
+        """``restore_best``: load the best checkpoint the trainer's checkpoint callback kept."""
+        if not self.restore_best:
+            return
+        callback = self.trainer.checkpoint_callback
+        path = getattr(callback, "best_model_path", "") if callback is not None else ""
+        if not path:
+            rank_zero_info("CCD: no best checkpoint was kept (no checkpoint callback, or its metric was never "
+                           "logged), so restore_best has nothing to load: the module keeps the last step's weights")
+            return
+        self.load_state_dict(load_checkpoint(path, map_location=self.device)["state_dict"])
 
     # ------------------------------------------------------------------ export
     def save_pretrained(self, path: str | Path) -> Path:

@@ -1,5 +1,6 @@
 """CCD on a tiny random BERT: ρ, the losses, training lowers CCED, L_rep keeps neutral embeddings, best-checkpoint
-selection, export to transformers / sentence-transformers, checkpoints and the CLI."""
+selection (Lightning's checkpoint callback: restore_best, test --ckpt_path best), export to transformers /
+sentence-transformers, checkpoints and the CLI."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from pathlib import Path
 import lightning as L
 import pytest
 import torch
+import yaml
 
+from faircl.checkpoints import FairCheckpoint
 from faircl.data.counterfactual import CounterfactualTuples
 from faircl.eval.embedding_bias import save_random_bert
 from faircl.losses.ccd import ccd_bias_loss
@@ -91,12 +94,12 @@ def test_rho_estimate_matches_literal_distances(ccd_bert):
         model.estimate_rho([("same text", "same text", "same text")])
 
 
-def test_training_lowers_cced_and_keeps_best(ccd_bert):
+def test_training_lowers_cced_and_keeps_best(ccd_bert, tmp_path):
     dm = _dm()
     model = _model(ccd_bert, beta=1.0)
-    trainer = _fit(model, dm, steps=40)
+    trainer = _fit(model, dm, steps=40, enable_checkpointing=True, default_root_dir=str(tmp_path))
     assert torch.isfinite(model.rho) and float(model.rho) > 0
-    # Validation ran every 10 steps; the restored encoder is the one with the lowest validation loss.
+    # Validation ran every 10 steps; the restored encoder (the best checkpoint) has the lowest validation loss.
     assert [s for s, _ in model.val_history] == [10, 20, 30, 40]
     best = min(v for _, v in model.val_history)
     model.eval()
@@ -214,3 +217,97 @@ def test_ccd_trains_its_encoder_in_the_same_mode_with_or_without_a_given_bandwid
         L.Trainer(**quiet_trainer_kwargs(max_steps=1, limit_val_batches=0, callbacks=[Modes()])).fit(model, _dm(4))
     assert seen["given"] == seen["estimated"]
     assert all(seen["given"][0]) and not any(seen["given"][1])
+
+
+# ------------------------------------------------------------------ the best weights are the best checkpoint's
+PLANTED = {10: 0.5, 20: 0.1, 30: 0.4, 40: 0.3}  # validation loss by step: the best (step 20) is not the last (40)
+
+
+def _plant_validation_losses(monkeypatch) -> None:
+    real = CCD.compute_metrics
+
+    def planted(self, stage):
+        values = real(self, stage)
+        if stage == "val" and values:
+            values["loss"] = PLANTED[int(self.global_step)]
+        return values
+
+    monkeypatch.setattr(CCD, "compute_metrics", planted)
+
+
+def _encoder_weights(module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().cpu().clone() for k, v in module.encoder.state_dict().items()}
+
+
+def _same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+class Weights(L.Callback):
+    """The encoder's weights at each validation (by step) and when a test starts."""
+
+    def __init__(self) -> None:
+        self.at_val: dict[int, dict[str, torch.Tensor]] = {}
+        self.at_test: dict[str, torch.Tensor] | None = None
+
+    def on_validation_end(self, trainer, module):
+        if not trainer.sanity_checking:
+            self.at_val[trainer.global_step] = _encoder_weights(module)
+
+    def on_test_start(self, trainer, module):
+        self.at_test = _encoder_weights(module)
+
+
+@pytest.mark.parametrize("restore_best", [True, False])
+def test_the_best_checkpoint_is_the_best_validation_not_the_last(ccd_bert, tmp_path, monkeypatch, restore_best):
+    """A plain Trainer: the method's checkpoint policy keeps the step of the lowest validation loss; restore_best
+    loads it at the end of fit (else the module keeps the last step's weights); test(ckpt_path="best") evaluates it."""
+    _plant_validation_losses(monkeypatch)
+    seen = Weights()
+    model = _model(ccd_bert, restore_best=restore_best)
+    trainer = _fit(model, _dm(), steps=40, enable_checkpointing=True, default_root_dir=str(tmp_path),
+                   callbacks=[seen])
+    assert sorted(seen.at_val) == [10, 20, 30, 40] and not _same(seen.at_val[20], seen.at_val[40])
+    best = trainer.checkpoint_callback
+    assert isinstance(best, FairCheckpoint) and Path(best.best_model_path).name == "best-epoch=2-step=20.ckpt"
+    assert float(model.best_val_loss) == pytest.approx(0.1)
+    assert _same(_encoder_weights(model), seen.at_val[20 if restore_best else 40])
+    trainer.test(model, datamodule=_dm(), ckpt_path="best", verbose=False)
+    assert _same(seen.at_test, seen.at_val[20])
+
+
+def test_restore_best_without_a_checkpoint_keeps_the_last_weights_and_says_so(ccd_bert, monkeypatch, caplog):
+    _plant_validation_losses(monkeypatch)
+    seen = Weights()
+    model = _model(ccd_bert)  # restore_best=True
+    with caplog.at_level("INFO"):
+        _fit(model, _dm(), steps=40, callbacks=[seen])  # enable_checkpointing=False: no best is kept
+    assert _same(_encoder_weights(model), seen.at_val[40])
+    assert "no best checkpoint was kept" in caplog.text
+
+
+@pytest.mark.parametrize("callbacks", [None, [{"class_path": "lightning.pytorch.callbacks.ModelCheckpoint", "init_args": {
+    "monitor": "val/loss", "mode": "min", "save_top_k": 1, "filename": "best-{step}"}}]],
+    ids=["checkpoint_policy", "config_checkpoint"])
+def test_cli_fit_then_test_ckpt_path_best_evaluates_the_best_step(ccd_bert, in_tmp, monkeypatch, callbacks):
+    """``faircl fit`` then ``faircl test --ckpt_path best`` (in this process), with the method's checkpoint policy or
+    a ModelCheckpoint in the config as the shipped CCD configs have: the test runs on the best step's weights."""
+    from faircl.cli import run_cli
+
+    _plant_validation_losses(monkeypatch)
+    trainer = {"max_steps": 40, "max_epochs": 100, "val_check_interval": 10, "check_val_every_n_epoch": None,
+               "num_sanity_val_steps": 0, "accelerator": "cpu", "devices": 1, "enable_progress_bar": False,
+               "enable_model_summary": False, "default_root_dir": str(in_tmp / "runs")}
+    config = {"seed_everything": 0, "trainer": {**trainer, **({"callbacks": callbacks} if callbacks else {})},
+              "model": {"class_path": "CCD", "init_args": {"encoder": "hf", "encoder_kwargs": {"model_dir": ccd_bert},
+                                                           "lr": 1e-3}},
+              "data": {"class_path": "CounterfactualTuples", "init_args": {
+                  "inline_texts": _texts(), "word_lists": "builtin", "keep_words": None, "split_sentences": False,
+                  "batch_size": 8, "val_fraction": 0.2, "test_fraction": 0.2, "seed": 0}}}
+    path = in_tmp / "ccd.yaml"
+    path.write_text(yaml.safe_dump(config))
+    seen = Weights()
+    run_cli(["fit", "--config", str(path)], callbacks=[seen])
+    assert sorted(seen.at_val) == [10, 20, 30, 40] and not _same(seen.at_val[20], seen.at_val[40])
+    run_cli(["test", "--config", str(path), "--ckpt_path", "best"], callbacks=[seen])
+    assert seen.at_test is not None and _same(seen.at_test, seen.at_val[20])
