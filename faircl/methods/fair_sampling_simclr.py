@@ -35,6 +35,7 @@ influence the representation.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import torch
@@ -114,7 +115,7 @@ class FairSamplingSimCLR(FairModule):
         self.projector = ProjectionHead(out_dim, proj_dim, hidden_dim=proj_hidden or out_dim, num_layers=2)
         self.add_online_probe(out_dim, on="h")
         dim = proj_dim if cluster_on == "z" else out_dim
-        # cluster id of every train row (by idx); empty until the first clustering (resized on checkpoint load)
+        # cluster id of every train row (by idx); empty until the first clustering (load_state_dict takes the size)
         self.register_buffer("cluster_ids", torch.zeros(0, dtype=torch.long))
         self.register_buffer("cluster_freq", torch.zeros(num_clusters))
         self.register_buffer("cluster_centroids", torch.zeros(num_clusters, dim))
@@ -178,12 +179,17 @@ class FairSamplingSimCLR(FairModule):
         self.log_dict({f"cluster/{k}": v for k, v in stats.items()}, on_step=False, on_epoch=True)
         return labels
 
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
-        # cluster_ids has one entry per train row: take the checkpoint's size before copying it in.
-        key = prefix + "cluster_ids"
-        if key in state_dict and state_dict[key].shape != self.cluster_ids.shape:
-            self.cluster_ids = torch.zeros_like(state_dict[key], device=self.cluster_ids.device)
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+    def load_state_dict(self, state_dict: Mapping[str, Any], *args: Any, **kwargs: Any) -> Any:
+        """:meth:`torch.nn.Module.load_state_dict`, after resizing the buffers sized by the data a run saw
+        (``checkpoint_sized_buffers``: ``cluster_ids``, one entry per train row) to the sizes in ``state_dict``.
+
+        Every load goes through it: ``model.load_state_dict(sd)``, ``load_from_checkpoint`` and a ``Trainer`` given
+        ``ckpt_path`` (fit, test, predict) all call this method on the module."""
+        for name in self.checkpoint_sized_buffers:
+            stored, own = state_dict.get(name), getattr(self, name)
+            if isinstance(stored, torch.Tensor) and stored.shape != own.shape:
+                setattr(self, name, torch.zeros(stored.shape, dtype=own.dtype, device=own.device))
+        return super().load_state_dict(state_dict, *args, **kwargs)
 
     # ------------------------------------------------------------------ evaluation
     def cluster_stats(self, emb: torch.Tensor) -> dict[str, float]:

@@ -333,6 +333,39 @@ def test_resume_across_phases_keeps_cluster_state(tmp_path):
     assert int(back.cluster_epoch) == 1
 
 
+def test_cluster_ids_load_at_the_stored_size_through_every_path(tmp_path):
+    """``cluster_ids`` (one id per train row) is empty in a new model; a checkpoint's ids load at their size through
+    ``model.load_state_dict`` (no Lightning), ``load_from_checkpoint`` and a Trainer's ``ckpt_path``, and an empty
+    one loads back into a clustered model. A buffer that is not sized by the data still refuses another shape."""
+    L.seed_everything(0)
+    dm = ColoredDigits(size=8, two_views=True, batch_size=32, seed=0)
+    kw = dict(num_classes=10, num_groups=2, stage1_epochs=1, leakage=False, **TINY_ENCODER)
+    trained = FairSamplingSimCLR(**kw)
+    trainer = L.Trainer(**quiet_trainer_kwargs(max_epochs=2, limit_train_batches=2, limit_val_batches=0))
+    trainer.fit(trained, datamodule=dm)
+    ids = trained.cluster_ids.cpu()
+    assert ids.numel() == len(dm.splits["train"]) and len(torch.unique(ids)) > 1
+    ckpt = tmp_path / "clustered.ckpt"
+    trainer.save_checkpoint(ckpt)
+    state = torch.load(ckpt, weights_only=True)["state_dict"]
+
+    plain = FairSamplingSimCLR(**kw)
+    assert plain.cluster_ids.numel() == 0
+    plain.load_state_dict(state)  # plain torch
+    assert torch.equal(plain.cluster_ids, ids)
+    assert torch.equal(FairSamplingSimCLR.load_from_checkpoint(ckpt).cluster_ids, ids)
+    tested = FairSamplingSimCLR(**kw)
+    L.Trainer(**quiet_trainer_kwargs()).test(tested, datamodule=dm, ckpt_path=str(ckpt), verbose=False)
+    assert torch.equal(tested.cluster_ids.cpu(), ids)
+
+    unclustered = FairSamplingSimCLR(**kw).state_dict()  # before any clustering: no ids
+    plain.load_state_dict(unclustered)
+    assert plain.cluster_ids.shape == (0,)
+    bad = {**state, "cluster_freq": torch.zeros(3)}
+    with pytest.raises(RuntimeError, match="cluster_freq"):
+        plain.load_state_dict(bad)
+
+
 # ---------------------------------------------------------------------------------------------------------- CLI
 
 
