@@ -1,11 +1,16 @@
-"""Verdicts of a benchmark and its files: every claim of every protocol decided from the runs' per-row predictions by
-:func:`faircl.eval.baseline.compare_to_baseline` (the code path of ``faircl compare --baseline``), all claims of one
-bench forming one Holm family; ``results.md`` (verdicts first), ``results.csv`` and ``tradeoff.png``."""
+"""Verdicts of a benchmark and its files: every claim of every protocol decided as ``faircl compare --baseline``
+decides it, all claims of one bench forming one Holm family; ``results.md`` (verdicts first), ``results.csv`` and
+``tradeoff.png``.
+
+:func:`decide_bench` takes three steps: it reads what every finished run left in its folder (its report, per-row
+predictions and per-item outputs: :mod:`faircl.eval.run_folders`), builds each claim's evidence
+(:func:`faircl.eval.baseline.baseline_evidence` for a gap, :func:`faircl.eval.baseline.statistic_evidence` for a
+statistic of the report, :func:`faircl.bench.embeddings.item_claim` for an item-level score), then decides the whole
+family once (:func:`faircl.eval.verdicts.decide`)."""
 
 from __future__ import annotations
 
 import csv
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,13 +20,13 @@ import numpy as np
 
 from faircl.bench.runner import RunTask
 from faircl.bench.spec import Protocol
-from faircl.cli.compare import read_run
-from faircl.eval.baseline import BaselineResult, compare_to_baseline, decide_family
-from faircl.eval.verdicts import ClaimEvidence
-from faircl.eval.statistics import paired_seed_comparison
+from faircl.eval.baseline import baseline_evidence, statistic_evidence
+from faircl.eval.report import arrow
+from faircl.eval.run_folders import read_items, read_run, read_runs_rows
 from faircl.eval.tradeoff import Setting
+from faircl.eval.verdicts import ClaimEvidence, decide
 
-__all__ = ["ClaimRow", "decide_bench", "write_results"]
+__all__ = ["ClaimRow", "ProtocolRuns", "decide_bench", "read_protocol_runs", "write_results"]
 
 METRICS = ("accuracy", "balanced_accuracy", "tpr_gap_rms", "tpr_gap_max", "dp_gap", "leakage_h")
 
@@ -47,15 +52,51 @@ class ClaimRow:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _runs(tasks: list[RunTask]) -> list[Any]:
-    out = []
-    for t in tasks:
-        if not t.done:
-            continue
-        run = read_run(t.folder / t.record()["report"])
+@dataclass
+class ProtocolRuns:
+    """What the finished runs of one protocol left in their folders (the first step of :func:`decide_bench`).
+
+    Attributes:
+        baselines: each baseline's runs (a :class:`~faircl.eval.tradeoff.Setting` named as the baseline).
+        method: the method's runs (named by the method's label).
+        rows: the per-row predictions of every run that kept them (``Run.rows`` → split → field → array); read
+            only for a protocol with a gap claim.
+        baseline_items, method_items: the per-item outputs (``items.json``) by seed, read only for a protocol with
+            a ``score`` claim (baseline name → seed → items; seed → items).
+        wall_s: the method's runs' wall time, in all.
+    """
+
+    baselines: dict[str, Setting]
+    method: Setting
+    rows: dict[str, dict[str, dict[str, np.ndarray]]] = field(default_factory=dict)
+    baseline_items: dict[str, dict[int, dict[str, Any]]] = field(default_factory=dict)
+    method_items: dict[int, dict[str, Any]] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+
+def read_protocol_runs(p: Protocol, tasks: list[RunTask], method_label: str) -> ProtocolRuns:
+    """Step 1: every finished run of the protocol, read once (its record, its report and what the claims need)."""
+    records = [(t, t.record()) for t in tasks if t.done]
+    runs: dict[str | None, list[Any]] = {}
+    for t, record in records:
+        run = read_run(t.folder / record["report"])
         if run is not None:
-            out.append(run)
-    return out
+            runs.setdefault(t.setting if t.baseline else None, []).append(run)
+    found = ProtocolRuns({name: Setting(name, {}, rs) for name, rs in runs.items() if name is not None},
+                         Setting(method_label, {}, runs.get(None, [])),
+                         wall_s=sum(r.get("wall_s", 0.0) for t, r in records if not t.baseline))
+    if any(c.gap for c in p.claims):
+        found.rows = read_runs_rows(r for rs in runs.values() for r in rs if getattr(r, "rows", None))
+    if any(c.score for c in p.claims):
+        for t, _ in records:
+            items = read_items(t.folder)
+            if items is None:
+                continue
+            if t.baseline:
+                found.baseline_items.setdefault(t.setting, {})[t.seed] = items
+            else:
+                found.method_items[t.seed] = items
+    return found
 
 
 def _mean(runs: list[Any], metric: str) -> float:
@@ -63,122 +104,99 @@ def _mean(runs: list[Any], metric: str) -> float:
     return float(sum(vals) / len(vals)) if vals else math.nan
 
 
+#: one claim's row of the table, its evidence and its utility margin (the second step of :func:`decide_bench`)
+Found = tuple[ClaimRow, ClaimEvidence, float]
+
+
 def decide_bench(protocols: list[Protocol], tasks: dict[str, list[RunTask]], method_label: str, alpha: float = 0.05,
                  n_permutations: int = 1000, n_bootstrap: int = 2000,
                  undecided: list[str] | None = None) -> list[ClaimRow]:
     """The verdict of every claim of every protocol (one Holm family over all of them). ``undecided`` (a list)
-    receives a line for each ``statistic`` claim that no seed of both settings reported."""
-    rows: list[ClaimRow] = []
-    results, gaps, margins = [], [], []
+    receives a line for each ``statistic`` claim that no seed of both settings reported.
+
+    Three steps: read every protocol's runs (:func:`read_protocol_runs`), build each claim's evidence, decide the
+    whole family once (:func:`faircl.eval.verdicts.decide`, each claim with its own utility margin)."""
+    read = {p.name: read_protocol_runs(p, tasks.get(p.name, []), method_label) for p in protocols}
+    found: list[Found] = []
     for p in protocols:
-        ts = tasks.get(p.name, [])
-        method_tasks = [t for t in ts if not t.baseline]
-        for claim in [c for c in p.claims if c.score]:  # item-level scores of the embeddings suite
-            found = _item_claim(p, claim, ts, method_label, n_permutations, n_bootstrap)
-            if found is not None:
-                rows.append(found[0])
-                results.append(found[1])
-                gaps.append(claim.gap)
-                margins.append(claim.margin)
-        method = Setting(method_label, {}, _runs(method_tasks))
-        if not method.runs:
-            continue
-        for claim in [c for c in p.claims if c.statistic]:  # a scalar of the report with no attribute
-            base = Setting(claim.baseline, {}, _runs([t for t in ts if t.baseline and t.setting == claim.baseline]))
-            found = _statistic_claim(p, claim, base, method, method_tasks)
-            if isinstance(found, str):
-                if undecided is not None:
-                    undecided.append(found)
-                continue
-            rows.append(found[0])
-            results.append(found[1])
-            gaps.append(claim.gap)
-            margins.append(claim.margin)
-        for claim in [c for c in p.claims if not (c.score or c.statistic)]:
-            base_tasks = [t for t in ts if t.baseline and t.setting == claim.baseline]
-            base = Setting(claim.baseline, {}, _runs(base_tasks))
-            if not base.runs:
-                continue
-            result = compare_to_baseline(
-                base, [method], list(METRICS), claim.gap, {}, utility=claim.utility, margin=claim.margin,
-                alpha=alpha, paper_effect=claim.paper_effect, leakage=claim.leakage,
-                leakage_paper_effect=claim.leakage_paper_effect, n_bootstrap=n_bootstrap,
-                n_permutations=n_permutations)
-            seeds = [int(s) for s in result.seeds.get(method_label, [])]
-            shared_b = [r for r in base.runs if r.seed in seeds]
-            shared_m = [r for r in method.runs if r.seed in seeds]
-            wall = sum(t.record().get("wall_s", 0.0) for t in method_tasks if t.done)
-            names = [claim.gap] + (["leakage_h"] if claim.leakage and len(result.evidence) > 1 else [])
-            for k, gap in enumerate(names[:len(result.evidence)]):
-                rows.append(ClaimRow(p.name, p.control, "", gap, claim.baseline, method_label, seeds,
-                                     _mean(shared_b, gap), _mean(shared_m, gap), _mean(shared_b, claim.utility),
-                                     _mean(shared_m, claim.utility), None, result.from_rows[k], wall,
-                                     {"paper": p.paper, "utility": claim.utility}))
-            results.append(result)
-            gaps.append(claim.gap)
-            margins.append(claim.margin)
-    verdicts = [v for vs in decide_family(results, alpha=alpha, gaps=gaps, margins=margins) for v in vs]
-    for row, v in zip(rows, verdicts):
+        found += _evidence(p, read[p.name], n_permutations, n_bootstrap, undecided)
+    verdicts = decide([ev for _, ev, _ in found], alpha=alpha, margin=[m for _, _, m in found]) if found else []
+    for (row, _, _), v in zip(found, verdicts):
         row.verdict, row.claim = v, v.name
-    return rows
+    return [row for row, _, _ in found]
 
 
-def _statistic_claim(p: Protocol, claim: Any, base: Setting, method: Setting, method_tasks: list[RunTask]
-                     ) -> tuple[ClaimRow, BaselineResult] | str:
-    """The row and the evidence of a ``statistic`` claim: the report's scalar of both settings paired by seed (a
-    t-test over seeds; no attribute null, there is no group to permute), or why it cannot be decided."""
-    stat = claim.statistic
-
-    def by_seed(setting: Setting) -> dict[int, Any]:
-        return {int(r.seed): r for r in setting.runs if math.isfinite(float(r.test.get(stat, math.nan)))}
-
-    b, m = by_seed(base), by_seed(method)
-    seeds = sorted(set(b) & set(m))
-    name = f"{method.name} lowers {stat} vs {claim.baseline}"
-    if len(seeds) < 2:
-        return (f"{p.name}: {name}: {stat} is in the test report of {len(b)} of {len(base.runs)} {claim.baseline} "
-                f"run(s) and {len(m)} of {len(method.runs)} {method.name} run(s); a paired comparison needs 2 seeds "
-                f"with both")
-    values = [[float(s[k].test[stat]) for k in seeds] for s in (b, m)]
-    utility = [[float(s[k].test.get(claim.utility, math.nan)) for k in seeds] for s in (b, m)]
-    if not all(math.isfinite(u) for us in utility for u in us):
-        return f"{p.name}: {name}: a run's test report has no finite {claim.utility} (the utility)"
-    ev = ClaimEvidence(name, paired_seed_comparison(*values), paired_seed_comparison(*utility), claim.paper_effect)
-    wall = sum(t.record().get("wall_s", 0.0) for t in method_tasks if t.done)
-    row = ClaimRow(p.name, p.control, "", stat, claim.baseline, method.name, seeds, float(np.mean(values[0])),
-                   float(np.mean(values[1])), float(np.mean(utility[0])), float(np.mean(utility[1])), None, True,
-                   wall, {"paper": p.paper, "utility": claim.utility,
-                          "bias_text": f"no attribute null ({stat} involves no group); paired over seeds"})
-    return row, BaselineResult({}, [], {method.name: seeds}, [True], [ev])
-
-
-def _items(tasks: list[RunTask]) -> dict[int, dict[str, Any]]:
-    out = {}
-    for t in tasks:
-        if t.done and (t.folder / "items.json").is_file():
-            out[t.seed] = json.loads((t.folder / "items.json").read_text())
+def _evidence(p: Protocol, read: ProtocolRuns, n_permutations: int, n_bootstrap: int,
+              undecided: list[str] | None) -> list[Found]:
+    """Step 2: the row and the evidence of each claim of ``p`` that its runs can answer."""
+    out: list[Found] = []
+    method = read.method
+    for claim in [c for c in p.claims if c.score]:  # item-level scores of the embeddings suite
+        found = _item_claim(p, claim, read, n_permutations, n_bootstrap)
+        if found is not None:
+            out.append((*found, claim.margin))
+    if not method.runs:
+        return out
+    for claim in [c for c in p.claims if c.statistic]:  # a scalar of the report with no attribute
+        found = _statistic_claim(p, claim, read)
+        if isinstance(found, str):
+            if undecided is not None:
+                undecided.append(found)
+            continue
+        out.append((*found, claim.margin))
+    for claim in [c for c in p.claims if not (c.score or c.statistic)]:
+        base = read.baselines.get(claim.baseline) or Setting(claim.baseline, {}, [])
+        if not base.runs:
+            continue
+        result = baseline_evidence(
+            base, [method], list(METRICS), claim.gap, {}, utility=claim.utility, paper_effect=claim.paper_effect,
+            leakage=claim.leakage, leakage_paper_effect=claim.leakage_paper_effect, n_bootstrap=n_bootstrap,
+            n_permutations=n_permutations, rows=read.rows)
+        seeds = [int(s) for s in result.seeds.get(method.name, [])]
+        shared_b = [r for r in base.runs if r.seed in seeds]
+        shared_m = [r for r in method.runs if r.seed in seeds]
+        names = [claim.gap] + (["leakage_h"] if claim.leakage and len(result.evidence) > 1 else [])
+        for k, (gap, ev) in enumerate(zip(names, result.evidence)):
+            row = ClaimRow(p.name, p.control, "", gap, claim.baseline, method.name, seeds, _mean(shared_b, gap),
+                           _mean(shared_m, gap), _mean(shared_b, claim.utility), _mean(shared_m, claim.utility), None,
+                           result.from_rows[k], read.wall_s, {"paper": p.paper, "utility": claim.utility})
+            out.append((row, ev, claim.margin))
     return out
 
 
-def _item_claim(p: Protocol, claim: Any, ts: list[RunTask], method_label: str, n_permutations: int,
-                n_bootstrap: int) -> tuple[ClaimRow, BaselineResult] | None:
+def _statistic_claim(p: Protocol, claim: Any, read: ProtocolRuns) -> tuple[ClaimRow, ClaimEvidence] | str:
+    """The row and the evidence of a ``statistic`` claim (:func:`faircl.eval.baseline.statistic_evidence`), or why
+    it cannot be decided."""
+    base = read.baselines.get(claim.baseline) or Setting(claim.baseline, {}, [])
+    found = statistic_evidence(base, read.method, claim.statistic, claim.utility, claim.paper_effect)
+    if isinstance(found, str):
+        return f"{p.name}: {found}"
+    ev, seeds, values, utility = found
+    row = ClaimRow(p.name, p.control, "", claim.statistic, claim.baseline, read.method.name, seeds,
+                   float(np.mean(values[0])), float(np.mean(values[1])), float(np.mean(utility[0])),
+                   float(np.mean(utility[1])), None, True, read.wall_s,
+                   {"paper": p.paper, "utility": claim.utility,
+                    "bias_text": f"no attribute null ({claim.statistic} involves no group); paired over seeds"})
+    return row, ev
+
+
+def _item_claim(p: Protocol, claim: Any, read: ProtocolRuns, n_permutations: int,
+                n_bootstrap: int) -> tuple[ClaimRow, ClaimEvidence] | None:
     """The row and the evidence of a ``score`` claim from the ``items.json`` of the runs both settings finished."""
     from faircl.bench.embeddings import item_claim  # deferred: torch and the embedding bias sets
 
-    base = _items([t for t in ts if t.baseline and t.setting == claim.baseline])
-    meth = _items([t for t in ts if not t.baseline])
+    base, meth = read.baseline_items.get(claim.baseline, {}), read.method_items
     seeds = sorted(set(base) & set(meth))
     if not seeds:
         return None
-    name = f"{method_label} lowers {claim.score} vs {claim.baseline}"
+    name = f"{read.method.name} lowers {claim.score} vs {claim.baseline}"
     ev, extra = item_claim(name, claim.score, [base[s] for s in seeds], [meth[s] for s in seeds],
                            claim.paper_effect, n_permutations, n_bootstrap)
-    wall = sum(t.record().get("wall_s", 0.0) for t in ts if not t.baseline and t.done)
     (b, m), (bu, mu) = extra["values"], extra["utility"]
-    row = ClaimRow(p.name, p.control, "", claim.score, claim.baseline, method_label, seeds, b, m, bu, mu, None, True,
-                   wall, {"paper": p.paper, "utility": "utility_accuracy", "bias_text": extra["bias_text"],
-                          "what": extra["what"]})
-    return row, BaselineResult({}, [], {method_label: seeds}, [True], [ev])
+    row = ClaimRow(p.name, p.control, "", claim.score, claim.baseline, read.method.name, seeds, b, m, bu, mu, None,
+                   True, read.wall_s, {"paper": p.paper, "utility": "utility_accuracy",
+                                       "bias_text": extra["bias_text"], "what": extra["what"]})
+    return row, ev
 
 
 def _pct(x: float, signed: bool = False) -> str:
@@ -277,7 +295,7 @@ def _plot(path: Path, rows: list[ClaimRow]) -> Path:
                     xytext=(100 * r.baseline_gap, 100 * r.baseline_utility),
                     arrowprops={"arrowstyle": "->", "color": "0.5"})
         ax.set_title(f"{r.protocol}{' (control)' if r.control else ''}", fontsize=10)
-        ax.set_xlabel(f"{r.gap} (points, lower is fairer)")
+        ax.set_xlabel(f"{r.gap} (points, lower is fairer)" if arrow(r.gap) == "↓" else f"{r.gap} (points)")
         ax.set_ylabel(f"{r.extra.get('utility', 'accuracy')} (points)")
         ax.legend(fontsize=8, loc="best")
         ax.grid(alpha=0.3)

@@ -2,16 +2,16 @@
 claims against a baseline, decided as the benchmarks decide them.
 
 Every ``report.json`` under the given folders is a run (a ``faircl test`` run folder, or a trial of ``faircl sweep``:
-only trials that finished count). Its seed and settings are those of the fit that made its checkpoint (the report's
-``meta.fit``, copied by ``faircl test`` from the checkpoint; for older folders the fit's ``config.yaml`` beside the
-checkpoint), the validation metrics of that checkpoint come from the sweep's ``result.json`` or the fit run's
-``metrics.csv``. Runs with the same configuration but for the seed form one setting, named by what differs; runs of
+only trials that finished count), read by :func:`faircl.eval.run_folders.read_run`. Its seed and settings are those
+of the fit that made its checkpoint (the report's ``meta.fit``, copied by ``faircl test`` from the checkpoint; for
+older folders the fit's ``config.yaml`` beside the checkpoint), the validation metrics of that checkpoint come from
+the sweep's ``result.json`` or the fit run's ``metrics.csv``. Runs with the same configuration but for the seed form one setting, named by what differs; runs of
 different data sets are refused. Written into ``--out``:
 
 - ``runs.md`` / ``runs.csv``: every run — setting, seed, the varied configuration values, accuracy, balanced
   accuracy, every gap, leakage, DTO and balanced DTO (test), validation DTO, the checkpoint;
-- ``settings.md`` / ``settings.csv``: each setting's mean ± standard deviation over seeds, whether it is on the
-  Pareto front, and the selections;
+- ``settings.md`` / ``settings.csv``: each setting's mean ± standard deviation over seeds (a setting of one seed: its
+  mean alone, sd ``n/a``), whether it is on the Pareto front, and the selections;
 - ``selection.md``: the setting selected by DTO, by balanced DTO and under the ``--select`` constraints
   (``--select "accuracy>=0.80" --minimise tpr_gap_rms``), chosen on the validation numbers of the checkpoints
   (``--split test`` to choose on test) and reported with their test numbers;
@@ -25,25 +25,24 @@ different data sets are refused. Written into ``--out``:
 
 from __future__ import annotations
 
-import argparse
 import csv
 import dataclasses
 import json
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
-import numpy as np
 import yaml
 
 from faircl.cli.config_files import CLIError
 from faircl.eval.baseline import compare_to_baseline
-from faircl.eval.verdicts import VERDICT_HEADER, verdict_row
-from faircl.eval.report import read_report
-from faircl.eval.row_predictions import data_identity, fairness_of, flatten_config, read_rows
+from faircl.eval.report import arrow
+from faircl.eval.row_predictions import data_identity
+from faircl.eval.run_folders import read_run
 from faircl.eval.tradeoff import (Run, Setting, front_mask, group_runs, metric_columns, parse_constraint, plot_front,
                                   select, setting_labels)
+from faircl.eval.verdicts import VERDICT_HEADER, verdict_row
 
 #: configuration keys that never distinguish settings (paths, logging, the seed)
 IGNORE = ("seed_everything", "ckpt_path", "trainer.default_root_dir", "trainer.logger", "trainer.callbacks",
@@ -51,97 +50,7 @@ IGNORE = ("seed_everything", "ckpt_path", "trainer.default_root_dir", "trainer.l
           "trainer.devices", "trainer.num_nodes", "trainer.strategy", "trainer.accelerator", "config")
 
 
-# ---------------------------------------------------------------------------------------------------- reading runs
-def _val_from_metrics_csv(ckpt: Path) -> dict[str, float]:
-    """Validation metrics logged in the epoch of ``ckpt`` (``epoch=E`` in its name) by its fit run."""
-    m = re.search(r"epoch=(\d+)", ckpt.name)
-    table = ckpt.parent.parent / "metrics.csv"
-    if not m or not table.is_file():
-        return {}
-    found: dict[str, float] = {}
-    with table.open() as fh:
-        for row in csv.DictReader(fh):
-            if row.get("epoch") == m.group(1):
-                for k, v in row.items():
-                    if k.startswith("val/") and v not in ("", None):
-                        found[k[4:]] = float(v)
-    return found
-
-
-def _resolve_ckpt(text: str, run_dir: Path) -> Path | None:
-    """The checkpoint file named in a report, found from the current directory or beside the run folder."""
-    path = Path(text)
-    if path.is_file():
-        return path
-    parts = path.parts
-    if "lightning_logs" in parts:
-        tail = Path(*parts[parts.index("lightning_logs"):])
-        for base in (run_dir.parent.parent, *run_dir.parents):
-            if (base / tail).is_file():
-                return base / tail
-    return None
-
-
-def _fit_settings(data: dict[str, Any], run_dir: Path, ckpt: Path | None) -> tuple[dict[str, Any], Any, str]:
-    """The flattened configuration and seed of the fit that made the run's checkpoint, and where they were read:
-    the report's fit record (``faircl test`` copies it from the checkpoint), else the ``config.yaml`` of the fit run
-    beside the checkpoint, else (with a note) the run folder's own ``config.yaml``."""
-    fit = (data.get("meta") or {}).get("fit")
-    if isinstance(fit, dict) and isinstance(fit.get("config"), dict):
-        return dict(fit["config"]), fit.get("seed"), "fit record"
-    for cfg_file, source in (((ckpt.parent.parent / "config.yaml") if ckpt is not None else None, "fit config"),
-                             (run_dir / "config.yaml", "test config")):
-        if cfg_file is not None and cfg_file.is_file():
-            config = flatten_config(yaml.safe_load(cfg_file.read_text()) or {})
-            return config, config.get("seed_everything"), f"{source} {cfg_file}"
-    return {}, None, "nothing (no fit record, no config.yaml)"
-
-
-def read_run(report: Path) -> Run | None:
-    """A ``Run`` from a ``report.json`` (``None`` for a trial that did not finish)."""
-    run_dir = report.parent
-    trial = None
-    for parent in run_dir.parents:
-        if re.fullmatch(r"trial_\d+", parent.name) and (parent / "trial_spec.json").is_file():
-            if not (parent / "trial.json").is_file():
-                return None  # an interrupted or pruned trial
-            trial = json.loads((parent / "trial.json").read_text())["trial"]
-            break
-    data = json.loads(report.read_text())
-    ckpt_text = str((data.get("meta") or {}).get("checkpoint", ""))
-    ckpt = _resolve_ckpt(ckpt_text, run_dir) if ckpt_text else None
-    config, seed, source = _fit_settings(data, run_dir, ckpt)
-    val: dict[str, float] = {}
-    result = run_dir.parent.parent / "result.json"
-    if trial is not None and result.is_file():
-        val = {k[4:]: float(v) for k, v in json.loads(result.read_text()).get("val", {}).items()}
-    elif ckpt is not None:
-        val = _val_from_metrics_csv(ckpt)
-    rows_info = (data.get("meta") or {}).get("rows")
-    rows = run_dir / rows_info["file"] if isinstance(rows_info, dict) and "file" in rows_info else None
-    rows = rows if rows is not None and rows.is_file() else None
-    test = read_report(report)
-    how = rows_info.get("predictions", "logits") if isinstance(rows_info, dict) else "logits"
-    if rows is not None and how != "logits":
-        test, val = _metrics_from_rows(rows, test, val)
-    return Run(str(run_dir), None if seed is None else int(seed), config, test, val,
-               str(ckpt) if ckpt is not None else ckpt_text, trial, rows=str(rows) if rows is not None else None,
-               source=source, predictions=how)
-
-
-def _metrics_from_rows(path: Path, test: dict[str, float], val: dict[str, float]
-                       ) -> tuple[dict[str, float], dict[str, float]]:
-    """The test and validation accuracy, gaps and leakage of a run whose rows are not its logits' (``knn`` or
-    ``probe`` predictions), from those rows, so that its point on the front, its DTO and its verdicts judge the
-    same predictions. Metrics the rows cannot give (recall@k, NMI, ...) stay the report's."""
-    fields = read_rows(path)
-    groups = 1 + max((int(np.max(f["a"])) for f in fields.values() if len(f["a"])), default=0)
-    test = {**test, **fairness_of(fields["test"], groups)} if "test" in fields else test
-    if "val" in fields:
-        val = fairness_of(fields["val"], groups)
-    return test, val
-
-
+# ---------------------------------------------------------------------------------------------------- runs
 def _data_sets(runs: list[Run]) -> None:
     """Refuse runs of different data sets (data class and arguments but the loader's, or other test rows)."""
     sets: dict[tuple, list[Run]] = {}
@@ -225,33 +134,63 @@ def _short(key: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------- command
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="faircl compare", allow_abbrev=False,
-                                description="Compare runs and sweeps: table, selection, Pareto front, baseline.")
-    p.add_argument("folders", nargs="+", help="run folders, sweep folders or folders holding them")
-    p.add_argument("--out", required=True, help="folder for the tables and the plot")
-    p.add_argument("--gap", default="tpr_gap_rms", help="the gap of the Pareto front and the claims (tpr_gap_rms)")
-    p.add_argument("--select", action="append", default=[], metavar="METRIC>=VALUE",
+def _parser():
+    """The options of ``faircl compare`` (a jsonargparse parser; errors raise, :func:`compare` words them)."""
+    from jsonargparse import ArgumentParser  # deferred: only when the command runs
+
+    p = ArgumentParser(prog="faircl compare", exit_on_error=False,
+                       description="Compare runs and sweeps: table, selection, Pareto front, baseline.")
+    p.add_argument("folders", nargs="+", type=str, help="run folders, sweep folders or folders holding them")
+    p.add_argument("--out", required=True, type=str, help="folder for the tables and the plot")
+    p.add_argument("--gap", type=str, default="tpr_gap_rms", help="the gap of the Pareto front and the claims")
+    p.add_argument("--select", action="append", type=str, default=[], metavar="METRIC>=VALUE",
                    help="a constraint of the constrained selection (repeatable)")
-    p.add_argument("--minimise", "--minimize", dest="minimise",
-                   help="the metric the constrained selection minimises (default: --gap)")
-    p.add_argument("--maximise", "--maximize", dest="maximise", help="... or maximises")
+    p.add_argument("--minimise", "--minimize", dest="minimise", type=Optional[str],
+                   help="the metric the constrained selection minimises (null: the --gap)")
+    p.add_argument("--maximise", "--maximize", dest="maximise", type=Optional[str], help="... or maximises")
     p.add_argument("--split", choices=("val", "test"), help="numbers the selections use (default val when every "
-                   "run has them)")
-    p.add_argument("--baseline", help="a run / sweep folder, or KEY=VALUE[,KEY=VALUE] naming one compared setting")
+                   "run has them, else test)")
+    p.add_argument("--baseline", type=Optional[str],
+                   help="a run / sweep folder, or KEY=VALUE[,KEY=VALUE] naming one compared setting")
     p.add_argument("--margin", type=float, default=0.02, help="utility non-inferiority margin of the verdicts")
-    p.add_argument("--paper-effect", type=float, help="the change of --gap a paper reports (fraction, negative = "
-                   "a reduction, e.g. -0.045): a non-significant change then reads 'does not hold' when the design "
-                   "could have detected it")
+    p.add_argument("--paper-effect", type=Optional[float], help="the change of --gap a paper reports (fraction, "
+                   "negative = a reduction, e.g. -0.045): a non-significant change then reads 'does not hold' when "
+                   "the design could have detected it")
     p.add_argument("--leakage", action="store_true", help="also claim that each setting lowers leakage_h (its bias "
                    "tested against the majority-group rate)")
-    p.add_argument("--leakage-paper-effect", type=float, help="the leakage change a paper reports (fraction)")
+    p.add_argument("--leakage-paper-effect", type=Optional[float], help="the leakage change a paper reports (fraction)")
     p.add_argument("--utility", choices=("accuracy", "balanced_accuracy"), default="accuracy",
                    help="the utility whose loss the margin bounds")
-    p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap replicates of the verdicts (2000)")
-    p.add_argument("--permutations", type=int, default=1000, help="permutations of the bias null (1000)")
+    p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap replicates of the verdicts")
+    p.add_argument("--permutations", type=int, default=1000, help="permutations of the bias null")
     p.add_argument("--overwrite", action="store_true", help="replace the outputs of an earlier compare in --out")
     return p
+
+
+def _usage_error(err: Exception) -> CLIError:
+    """The parser's error as one line: the option, the value given and what it expects."""
+    text = " ".join(str(err).split()) if 'Parser key "' not in str(err) else str(err)
+    missing = re.fullmatch(r"the following arguments are required: (.*)", text)
+    if missing:
+        names = ["FOLDER... (the run or sweep folders)" if n == "folders" else f"--{n.replace('_', '-')}"
+                 for n in missing.group(1).split(", ")]
+        return CLIError(f"compare: missing {', '.join(names)} (faircl compare --help)")
+    key = re.search(r'Parser key "([^"]+)"', text)
+    if key is None:
+        return CLIError(f"compare: {text} (faircl compare --help)")
+    given = re.search(r"(?:Got value|Given value): (.*)", text)
+    wanted = [t for t in re.findall(r"<class '(\w+)'>", text) if t != "NoneType"]
+    what = {"float": "a number", "int": "a whole number"}.get(wanted[0], wanted[0]) if wanted else "another value"
+    option = "--" + key.group(1).replace("_", "-")
+    return CLIError(f"compare {option} {given.group(1).strip() if given else ''}: expected {what}")
+
+
+def _mean_sd(s: Setting, metric: str) -> str:
+    """``mean ± sd`` of a setting's test ``metric`` over its seeds; the mean alone for one seed (no spread)."""
+    m, d = s.stat("test", metric)
+    if math.isnan(m):
+        return "n/a"
+    return f"{m:.4f}" if len(s.runs) < 2 else f"{m:.4f} ± {d:.4f}"
 
 
 def _baseline_md(baseline: Setting, labels: dict[str, str], varied: list[str], columns: list[str], result: Any
@@ -301,7 +240,12 @@ def _find_baseline(spec: str, settings: list[Setting], runs_of_baseline: list[Ru
 
 def compare(argv: list[str]) -> int:
     """``faircl compare ...``; returns the exit status."""
-    opts = _parser().parse_args(argv)
+    try:
+        opts = _parser().parse_args(argv)
+    except Exception as err:  # jsonargparse's ArgumentError: an unknown option, a missing one, a bad value
+        if type(err).__name__ != "ArgumentError":
+            raise
+        raise _usage_error(err) from None
     try:
         constraints = [parse_constraint(c) for c in opts.select]
     except ValueError as err:
@@ -363,12 +307,15 @@ def compare(argv: list[str]) -> int:
     for s, on in zip(settings, mask):
         stats = [s.stat("test", c) for c in columns]
         srows.append([s.name, labels[s.name], len(s.runs), *[s.values.get(k) for k in varied],
-                      *[f"{m:.4f} ± {d:.4f}" if not math.isnan(m) else "n/a" for m, d in stats],
+                      *[_mean_sd(s, c) for c in columns],
                       s.stat(split, "dto")[0], "yes" if on else "", ", ".join(marks[s.name])])
-        scsv.append([s.name, labels[s.name], len(s.runs), *[s.values.get(k) for k in varied], *[x for st in stats for x in st],
+        scsv.append([s.name, labels[s.name], len(s.runs), *[s.values.get(k) for k in varied],
+                     *[x for m, d in stats for x in (m, d if len(s.runs) > 1 else "n/a")],
                      s.stat(split, "dto")[0], bool(on), "; ".join(marks[s.name])])
-    (out / "settings.md").write_text(f"# Settings ({len(settings)})\n\nMean ± standard deviation over seeds (test). "
-                                     f"Pareto front: test accuracy ↑ against test {opts.gap} ↓.\n\n"
+    gap_arrow = f" {arrow(opts.gap)}" if arrow(opts.gap) else ""
+    (out / "settings.md").write_text(f"# Settings ({len(settings)})\n\nMean ± standard deviation over seeds (test; "
+                                     "the mean alone for a setting of one seed). Pareto front: test accuracy ↑ "
+                                     f"against test {opts.gap}{gap_arrow}.\n\n"
                                      + _md(shead, srows))
     _csv(out / "settings.csv", ["setting", "label", "seeds", *varied, *[f"{c}_{x}" for c in columns for x in ("mean", "sd")],
                                 f"{split}_dto", "on_front", "selected_by"], scsv)
@@ -381,8 +328,7 @@ def compare(argv: list[str]) -> int:
         if s is None:
             sel_lines.append(f"| {rule} | none satisfies the constraint |" + " |" * (len(varied) + 3))
             continue
-        acc, bal, g = (s.stat("test", m) for m in ("accuracy", "balanced_accuracy", opts.gap))
-        numbers = " | ".join(f"{m:.4f} ± {d:.4f}" for m, d in (acc, bal, g))
+        numbers = " | ".join(_mean_sd(s, m) for m in ("accuracy", "balanced_accuracy", opts.gap))
         sel_lines.append(f"| {rule} | {labels[s.name]} ({s.name}) | " + " | ".join(_fmt(s.values.get(k)) for k in varied)
                          + f" | {numbers} |")
     (out / "selection.md").write_text("\n".join(sel_lines) + "\n")
@@ -410,7 +356,7 @@ def compare(argv: list[str]) -> int:
                   "settings": {k: r.config.get(k) for k in varied}, "test": r.test, "val": r.val} for r in runs],
         "settings": [{"name": s.name, "values": s.values, "seeds": [r.seed for r in s.runs], "on_front": bool(on),
                       "mean": {c: s.stat("test", c)[0] for c in columns},
-                      "sd": {c: s.stat("test", c)[1] for c in columns}} for s, on in zip(settings, mask)],
+                      "sd": {c: s.stat("test", c)[1] if len(s.runs) > 1 else None for c in columns}} for s, on in zip(settings, mask)],
         "front": [s.name for s, on in zip(settings, mask) if on],
         "selected": {k: (s.name if s is not None else None) for k, s in selected.items()},
         "labels": labels,

@@ -1,5 +1,7 @@
 """Claims against a baseline from ``faircl test`` runs: "setting S lowers the gap of the baseline at little utility
-cost", decided by :mod:`faircl.eval.verdicts` exactly as the benchmarks decide the papers' claims.
+cost". :func:`baseline_evidence` builds each claim's evidence from the runs (read by :mod:`faircl.eval.run_folders`);
+:func:`faircl.eval.verdicts.decide` decides them, exactly as the benchmarks decide the papers' claims
+(:func:`compare_to_baseline`: both, for one comparison).
 
 Runs are paired by the seed of the fit that made their checkpoint. Where both sides kept their per-row predictions
 (``rows.npz``, :mod:`faircl.eval.row_predictions`) on the same test rows, a claim is built from the rows
@@ -12,24 +14,28 @@ comparison forms one Holm family.
 Runs without rows (folders written before ``faircl test`` kept them) are compared from their per-seed summary
 numbers (:func:`faircl.eval.verdicts.paired_seed_comparison`); their baseline's bias cannot be tested, so their
 verdict's reason starts with "bias not checked" and "holds" is never given there (it reads "inconclusive").
+
+A claim on a statistic of the report that involves no attribute (e.g. cluster dominance) has no null at all: it is
+the paired t-test of the seeds' values (:func:`statistic_evidence`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from faircl.eval.run_folders import read_runs_rows
+from faircl.eval.row_predictions import leakage_of
 from faircl.eval.verdicts import (GAP_METRICS, ClaimEvidence, SplitPredictions, Verdict, claim_from_predictions,
-                                 decide, degenerate_by_seed, leakage_bias_tests, paired_bootstrap,
-                                 paired_seed_comparison)
-from faircl.eval.row_predictions import leakage_of, read_rows
+                                  decide, degenerate_by_seed, leakage_bias_tests, paired_bootstrap,
+                                  paired_seed_comparison)
 
-__all__ = ["BaselineResult", "NOT_CHECKED", "ROW_GAPS", "compare_to_baseline", "decide_family", "leakage_claim"]
+__all__ = ["BaselineResult", "NOT_CHECKED", "ROW_GAPS", "baseline_evidence", "compare_to_baseline", "leakage_claim",
+           "statistic_evidence"]
 
 NOT_CHECKED = "bias not checked (no per-row predictions: re-run `faircl test` on these checkpoints)"
 #: the gaps a claim can be decided from rows for (the others fall back to summary numbers, bias not checked)
@@ -39,7 +45,8 @@ ROW_GAPS = tuple(g for g in GAP_METRICS if g not in ("accuracy", "balanced_accur
 @dataclass
 class BaselineResult:
     """Seed-paired differences of every metric of each setting against the baseline (summary numbers), the verdicts
-    of the claims, the seeds paired per setting and, per claim, whether it was decided from rows."""
+    of the claims (empty until decided), the seeds paired per setting and, per claim, whether it was decided from
+    rows and its evidence."""
 
     differences: dict[str, dict[str, Any]]  # setting name -> metric -> Effect
     verdicts: list[Verdict]
@@ -65,11 +72,12 @@ def leakage_claim(name: str, baseline_test: SplitPredictions, method_test: Split
         degenerate_by_seed(baseline_test, num_classes), degenerate_by_seed(method_test, num_classes))
 
 
-def _load(runs: Sequence[Any]) -> list[dict[str, dict[str, np.ndarray]]] | None:
+def _load(runs: Sequence[Any], rows: Mapping[str, dict[str, dict[str, np.ndarray]]]
+          ) -> list[dict[str, dict[str, np.ndarray]]] | None:
     """The rows of every run, or ``None`` if one of them has none."""
-    if not all(getattr(r, "rows", None) and Path(r.rows).is_file() for r in runs):
+    if not all(getattr(r, "rows", None) and r.rows in rows for r in runs):
         return None
-    return [read_rows(r.rows) for r in runs]
+    return [rows[r.rows] for r in runs]
 
 
 def _same_rows(rows: Sequence[dict[str, dict[str, np.ndarray]]], split: str, who: Sequence[str]) -> None:
@@ -91,22 +99,50 @@ def compare_to_baseline(baseline: Any, settings: Sequence[Any], metrics: Sequenc
                         alpha: float = 0.05, paper_effect: float | None = None, leakage: bool = False,
                         leakage_paper_effect: float | None = None, n_bootstrap: int = 2000,
                         n_permutations: int = 1000, seed: int = 0) -> BaselineResult:
-    """Each setting against the baseline on the seeds both have (paired by fit seed).
+    """Each setting against the baseline on the seeds both have (paired by fit seed), its claims decided as one Holm
+    family: :func:`baseline_evidence` then :func:`faircl.eval.verdicts.decide`.
+
+    Args:
+        margin, alpha: the utility margin and the family-wise error rate of :func:`faircl.eval.verdicts.decide`.
+        the others: as :func:`baseline_evidence`.
+
+    Returns:
+        A :class:`BaselineResult` with its verdicts.
+
+    Raises:
+        ValueError: runs of one claim were scored on different rows.
+    """
+    result = baseline_evidence(baseline, settings, metrics, gap, labels, utility=utility, paper_effect=paper_effect,
+                               leakage=leakage, leakage_paper_effect=leakage_paper_effect, n_bootstrap=n_bootstrap,
+                               n_permutations=n_permutations, seed=seed)
+    result.verdicts = decide(result.evidence, alpha=alpha, margin=margin) if result.evidence else []
+    return result
+
+
+def baseline_evidence(baseline: Any, settings: Sequence[Any], metrics: Sequence[str], gap: str,
+                      labels: Mapping[str, str] | None = None, utility: str = "accuracy",
+                      paper_effect: float | None = None, leakage: bool = False,
+                      leakage_paper_effect: float | None = None, n_bootstrap: int = 2000,
+                      n_permutations: int = 1000, seed: int = 0,
+                      rows: Mapping[str, dict[str, dict[str, np.ndarray]]] | None = None) -> BaselineResult:
+    """The evidence of each setting's claims against the baseline on the seeds both have (paired by fit seed),
+    undecided.
 
     Args:
         baseline, settings: :class:`faircl.eval.tradeoff.Setting` s (runs with ``seed``, ``test`` and ``rows``).
         metrics: the report metrics whose paired differences are tabulated (summary numbers).
-        gap: the claimed gap (:data:`faircl.eval.verdicts.GAP_METRICS` for claims from rows).
+        gap: the claimed gap (:data:`ROW_GAPS` for claims from rows).
         labels: setting name → the name used in the claims (e.g. ``"ConFair λ=0.11"``).
         utility: ``accuracy`` or ``balanced_accuracy``.
-        margin, alpha: the utility margin and the family-wise error rate of :func:`faircl.eval.verdicts.decide`.
         paper_effect: the gap change a paper reports (fraction; negative = reduction) for every gap claim.
         leakage: add a "lowers leakage_h" claim per setting (rows only).
         leakage_paper_effect: the paper's leakage change.
         n_bootstrap, n_permutations, seed: of the bootstrap and the permutation null.
+        rows: the runs' per-row predictions already read (:func:`faircl.eval.run_folders.read_runs_rows`);
+            default: read here.
 
     Returns:
-        A :class:`BaselineResult`.
+        A :class:`BaselineResult` without verdicts (``evidence`` and ``from_rows`` per claim).
 
     Raises:
         ValueError: runs of one claim were scored on different rows.
@@ -118,6 +154,8 @@ def compare_to_baseline(baseline: Any, settings: Sequence[Any], metrics: Sequenc
     from_rows: list[bool] = []
     seeds: dict[str, list[Any]] = {}
     base_by_seed = {r.seed: r for r in baseline.runs}
+    if rows is None and gap in ROW_GAPS:
+        rows = read_runs_rows([*baseline.runs, *(r for s in settings for r in s.runs)])
     for s in settings:
         if s is baseline:
             continue
@@ -132,7 +170,7 @@ def compare_to_baseline(baseline: Any, settings: Sequence[Any], metrics: Sequenc
             if all(map(math.isfinite, vb + vm)):
                 diffs[s.name][metric] = paired_seed_comparison(vb, vm)
         claim = f"{name_of(s.name, s.name)} lowers {gap} vs {name_of(baseline.name, baseline.name)}"
-        b_rows, m_rows = (_load(b_runs), _load(m_runs)) if gap in ROW_GAPS else (None, None)
+        b_rows, m_rows = (_load(b_runs, rows), _load(m_runs, rows)) if gap in ROW_GAPS and rows else (None, None)
         if b_rows is not None and m_rows is not None:
             who = [r.path for r in b_runs + m_runs]
             _same_rows(b_rows + m_rows, "test", who)
@@ -158,39 +196,44 @@ def compare_to_baseline(baseline: Any, settings: Sequence[Any], metrics: Sequenc
                         n_bootstrap=n_bootstrap))
                     from_rows.append(True)
         elif gap in diffs[s.name] and utility in diffs[s.name]:
-            claims.append(ClaimEvidence(claim, diffs[s.name][gap], diffs[s.name][utility], paper_effect))
+            why = NOT_CHECKED if gap in ROW_GAPS else (f"bias not checked ({gap} is not recomputed from rows; the "
+                                                       f"rows' gaps are {', '.join(ROW_GAPS)})")
+            claims.append(ClaimEvidence(claim, diffs[s.name][gap], diffs[s.name][utility], paper_effect,
+                                        unchecked=why))
             from_rows.append(False)
-    result = BaselineResult(diffs, [], seeds, from_rows, claims)
-    result.verdicts = decide_family([result], alpha=alpha, margin=margin, gaps=[gap])[0] if claims else []
-    return result
+    return BaselineResult(diffs, [], seeds, from_rows, claims)
 
 
-def decide_family(results: Sequence[BaselineResult], alpha: float = 0.05, margin: float = 0.02,
-                  gaps: Sequence[str] | None = None, margins: Sequence[float] | None = None
-                  ) -> list[list[Verdict]]:
-    """Decide the claims of several comparisons as one Holm family (one results file); returns each comparison's
-    verdicts. ``gaps``: each comparison's gap (for the "bias not checked" reasons); ``margins``: a utility margin
-    per comparison (default ``margin``)."""
-    claims = [c for r in results for c in r.evidence]
-    if not claims:
-        return [[] for _ in results]
-    per_claim = [m for r, m in zip(results, margins or [margin] * len(results)) for _ in r.evidence]
-    if len(set(per_claim)) == 1:
-        decided = decide(claims, alpha=alpha, margin=per_claim[0])
-    else:  # the Holm step is over all p-values; each claim's utility test uses its own margin
-        decided = [decide(claims, alpha=alpha, margin=m)[i] for i, m in enumerate(per_claim)]
-    out, i = [], 0
-    for k, r in enumerate(results):
-        gap = (gaps or [""] * len(results))[k]
-        part = decided[i:i + len(r.evidence)]
-        out.append([v if rows else _not_checked(v, gap) for v, rows in zip(part, r.from_rows)])
-        i += len(r.evidence)
-    return out
+def statistic_evidence(baseline: Any, method: Any, statistic: str, utility: str = "accuracy",
+                       paper_effect: float | None = None
+                       ) -> tuple[ClaimEvidence, list[int], tuple[list[float], list[float]],
+                                  tuple[list[float], list[float]]] | str:
+    """The evidence of "the method lowers ``statistic``" (a scalar of the test report that involves no attribute,
+    e.g. cluster dominance): both settings' values paired by seed (a t-test over seeds; there is no group to
+    permute, so no null), the utility likewise.
 
+    Args:
+        baseline, method: :class:`faircl.eval.tradeoff.Setting` s (their names name the claim).
 
-def _not_checked(v: Verdict, gap: str) -> Verdict:
-    """A verdict decided without the baseline's bias test: never a bare "holds"."""
-    word = "inconclusive" if v.verdict == "holds" else v.verdict
-    why = NOT_CHECKED if gap in ROW_GAPS else (f"bias not checked ({gap} is not recomputed from rows; the rows' gaps "
-                                                f"are {', '.join(ROW_GAPS)})")
-    return replace(v, verdict=word, reason=f"{why}; {v.reason}")
+    Returns:
+        The evidence, the paired seeds and the (baseline, method) values of the statistic and of the utility on
+        them; or, when the claim cannot be decided, why (fewer than 2 seeds with the statistic on both sides, or a
+        run without a finite utility).
+    """
+    def by_seed(runs: Sequence[Any]) -> dict[int, Any]:
+        return {int(r.seed): r for r in runs if math.isfinite(float(r.test.get(statistic, math.nan)))}
+
+    b, m = by_seed(baseline.runs), by_seed(method.runs)
+    seeds = sorted(set(b) & set(m))
+    name = f"{method.name} lowers {statistic} vs {baseline.name}"
+    if len(seeds) < 2:
+        return (f"{name}: {statistic} is in the test report of {len(b)} of {len(baseline.runs)} {baseline.name} "
+                f"run(s) and {len(m)} of {len(method.runs)} {method.name} run(s); a paired comparison needs 2 seeds "
+                "with both")
+    values = ([float(b[k].test[statistic]) for k in seeds], [float(m[k].test[statistic]) for k in seeds])
+    util = ([float(b[k].test.get(utility, math.nan)) for k in seeds],
+            [float(m[k].test.get(utility, math.nan)) for k in seeds])
+    if not all(math.isfinite(u) for us in util for u in us):
+        return f"{name}: a run's test report has no finite {utility} (the utility)"
+    ev = ClaimEvidence(name, paired_seed_comparison(*values), paired_seed_comparison(*util), paper_effect)
+    return ev, seeds, values, util

@@ -23,9 +23,15 @@ _ORDER = ("accuracy", "f1", "worst_group_accuracy", "eo_gap", "tpr_gap_rms", "fp
 #: Metrics that are fair at a midpoint (0.5 ratio, 50 stereotype score); shown with "≈".
 TARGET_IS_MIDPOINT = ("stereo_score", "_ss", "male_ratio")
 
+#: Signed gaps (majority − minority, e.g. ``tpr_gap_majority_minority``): either sign is a gap, so neither a lower
+#: nor a higher value is better; shown without an arrow.
+SIGNED = ("gap_majority_minority",)
 
-def _arrow(name: str) -> str:
-    if name.startswith(NO_DIRECTION):
+
+def arrow(name: str) -> str:
+    """The better direction of a metric, as drawn beside its name: ``↓`` (gaps, leakage), ``↑`` (accuracy),
+    ``≈`` (fair at a midpoint) or ``""`` (no better direction: per-group rates, counts, signed gaps)."""
+    if name.startswith(NO_DIRECTION) or any(t in name for t in SIGNED):
         return ""
     if any(t in name for t in TARGET_IS_MIDPOINT):
         return "≈"
@@ -33,8 +39,8 @@ def _arrow(name: str) -> str:
 
 
 def _label(name: str) -> str:
-    arrow = _arrow(name)
-    return f"{name} {arrow}" if arrow else name
+    sign = arrow(name)
+    return f"{name} {sign}" if sign else name
 
 
 def _fmt(v: Any, name: str = "") -> str:

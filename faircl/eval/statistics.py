@@ -1,6 +1,7 @@
 """The statistics behind :mod:`faircl.eval.verdicts`: vectorised group-fairness gaps from confusion counts, the
-attribute-permutation null, the seed × row paired bootstrap, Holm–Bonferroni and the minimum detectable effects.
-All values are fractions (0.045 = 4.5 points). See :mod:`faircl.eval.verdicts` for the rule they serve.
+attribute-permutation null, the seed × row paired bootstrap, Holm–Bonferroni and the gap test's minimum detectable
+effect. All values are fractions (0.045 = 4.5 points). No verdict is decided here: the rule (and the power of its
+"holds", :func:`faircl.eval.verdicts.holds_detectable_effect`) is :mod:`faircl.eval.verdicts`.
 
 **The paired effect's variance: a two-way decomposition of the seeds × rows design.** The change of seed ``s``
 measured on the test rows is ``d_s = μ + α_s + β + γ_s``: ``α_s`` is the seed's training noise (what another seed
@@ -33,7 +34,7 @@ import numpy as np
 from scipy import stats
 
 __all__ = ["BiasTest", "Effect", "GAP_METRICS", "bias_is_real", "confusion_from_rows", "gap_from_confusion", "holm",
-           "holds_detectable_effect", "leakage_null", "minimum_detectable_effect", "paired_bootstrap",
+           "leakage_null", "minimum_detectable_effect", "paired_bootstrap",
            "paired_seed_comparison", "permutation_null", "shared_row_variance"]
 GAP_METRICS = ("tpr_gap_rms", "eo_gap", "accuracy", "balanced_accuracy")
 
@@ -429,29 +430,6 @@ def minimum_detectable_effect(effect: Effect, alpha: float = 0.05, power: float 
     if effect.df < 1 or not math.isfinite(effect.se):
         return math.inf
     return float((stats.t.ppf(1 - alpha / 2, effect.df) + stats.t.ppf(power, effect.df)) * effect.se)
-
-
-def holds_detectable_effect(effect: Effect, utility: Effect, alpha: float = 0.05, margin: float = 0.02,
-                            power: float = 0.8) -> float:
-    """Smallest reduction that reads "holds" with probability ``power`` if the method cost no utility.
-
-    "Holds" needs a significant reduction (two-sided at ``alpha``) **and** a utility interval whose lower bound is
-    ≥ −``margin``. With no true utility change the latter has probability ``P_u = F_{t,df_u}((margin − h_u) / se_u)``
-    (``h_u``: the utility interval's half-width); the two are taken as independent, so the gap test needs power
-    ``power / P_u``: ``(t_{1−α/2} + t_{power / P_u}) · se`` with the effect's df. Infinite when ``P_u < power`` (the
-    utility interval is too wide for "holds" to reach that power, whatever the effect) or either side has no
-    variance estimate (one seed).
-    """
-    if effect.df < 1 or not math.isfinite(effect.se) or utility.df < 1 or not math.isfinite(utility.se):
-        return math.inf
-    half = utility.mean - utility.lo
-    if utility.se > 0:
-        p_util = float(stats.t.cdf((margin - half) / utility.se, utility.df))
-    else:
-        p_util = 1.0 if margin >= 0 else 0.0
-    if p_util <= power:
-        return math.inf
-    return float((stats.t.ppf(1 - alpha / 2, effect.df) + stats.t.ppf(power / p_util, effect.df)) * effect.se)
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:

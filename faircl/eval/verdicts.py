@@ -56,11 +56,11 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
+from scipy import stats
 
 from faircl.eval.statistics import (GAP_METRICS, BiasTest, Effect, bias_is_real, confusion_from_rows,
-                                       gap_from_confusion, holds_detectable_effect, holm, leakage_null,
-                                       minimum_detectable_effect, paired_bootstrap, paired_seed_comparison,
-                                       permutation_null)
+                                    gap_from_confusion, holm, leakage_null, minimum_detectable_effect,
+                                    paired_bootstrap, paired_seed_comparison, permutation_null)
 
 __all__ = ["BiasTest", "ClaimEvidence", "Effect", "GAP_METRICS", "VERDICTS", "Verdict", "bias_is_real",
            "SplitPredictions", "VERDICT_HEADER", "claim_from_predictions", "confusion_from_rows", "decide",
@@ -109,6 +109,9 @@ class ClaimEvidence:
         paper_effect: the change the paper reports (same units; ``None`` if it reports none).
         bias: the baseline's bias tests (test and validation); empty = not checked.
         baseline_degenerate, method_degenerate: per-seed reasons from :func:`degenerate_seed` (``None`` = fine).
+        unchecked: why the baseline's bias could not be tested (e.g. no per-row predictions); empty when it was
+            tested or has no null. Such a claim never reads a bare "holds" (it reads "inconclusive"), and its
+            reason starts with this text.
     """
 
     name: str
@@ -118,6 +121,7 @@ class ClaimEvidence:
     bias: tuple[BiasTest, ...] = ()
     baseline_degenerate: Sequence[str | None] = ()
     method_degenerate: Sequence[str | None] = ()
+    unchecked: str = ""
 
 
 @dataclass(frozen=True)
@@ -144,30 +148,60 @@ def _majority(reasons: Sequence[str | None]) -> str | None:
     return f"{len(bad)}/{len(reasons)} seeds: {bad[0]}" if reasons and 2 * len(bad) >= len(reasons) else None
 
 
-def decide(claims: Sequence[ClaimEvidence], alpha: float = 0.05, margin: float = 0.02,
+def decide(claims: Sequence[ClaimEvidence], alpha: float = 0.05, margin: float | Sequence[float] = 0.02,
            power: float = 0.8) -> list[Verdict]:
     """Decide a family of claims (one results file) with Holm–Bonferroni over their p-values.
 
     Args:
         claims: the evidence of every claim of the family.
         alpha: family-wise error rate.
-        margin: utility non-inferiority margin (fraction: 0.02 = 2 points).
+        margin: utility non-inferiority margin (fraction: 0.02 = 2 points), one for all claims or one per claim
+            (the Holm step is over every claim's p-value either way).
         power: power at which the minimum detectable effects (the gap test's and "holds"') are computed (at the
             Bonferroni level ``alpha / m``, the strictest level Holm may test a claim at).
 
     Returns:
         One :class:`Verdict` per claim, in order.
     """
+    margins = [float(margin)] * len(claims) if isinstance(margin, (int, float)) else [float(m) for m in margin]
+    if len(margins) != len(claims):
+        raise ValueError(f"decide: {len(margins)} margins for {len(claims)} claims; give one margin or one per claim")
     p_holm = holm([c.effect.p_value for c in claims])
     m = max(1, int(np.sum([math.isfinite(c.effect.p_value) for c in claims])))
     out = []
-    for c, ph in zip(claims, p_holm):
+    for c, ph, mg in zip(claims, p_holm, margins):
         mde = minimum_detectable_effect(c.effect, alpha / m, power)
-        mde_holds = holds_detectable_effect(c.effect, c.utility, alpha / m, margin, power)
-        v, why = _verdict(c, float(ph), mde, alpha, margin, mde_holds)
+        mde_holds = holds_detectable_effect(c.effect, c.utility, alpha / m, mg, power)
+        v, why = _verdict(c, float(ph), mde, alpha, mg, mde_holds)
+        if c.unchecked:  # decided without the baseline's bias test: never a bare "holds"
+            v, why = ("inconclusive" if v == "holds" else v), f"{c.unchecked}; {why}"
         out.append(Verdict(c.name, v, why, c.effect, c.utility, c.paper_effect, float(ph), mde, tuple(c.bias),
                            mde_holds))
     return out
+
+
+def holds_detectable_effect(effect: Effect, utility: Effect, alpha: float = 0.05, margin: float = 0.02,
+                            power: float = 0.8) -> float:
+    """Smallest reduction that reads "holds" with probability ``power`` if the method cost no utility: the power of
+    the rule of :func:`decide`.
+
+    "Holds" needs a significant reduction (two-sided at ``alpha``) **and** a utility interval whose lower bound is
+    ≥ −``margin``. With no true utility change the latter has probability ``P_u = F_{t,df_u}((margin − h_u) / se_u)``
+    (``h_u``: the utility interval's half-width); the two are taken as independent, so the gap test needs power
+    ``power / P_u``: ``(t_{1−α/2} + t_{power / P_u}) · se`` with the effect's df. Infinite when ``P_u < power`` (the
+    utility interval is too wide for "holds" to reach that power, whatever the effect) or either side has no
+    variance estimate (one seed).
+    """
+    if effect.df < 1 or not math.isfinite(effect.se) or utility.df < 1 or not math.isfinite(utility.se):
+        return math.inf
+    half = utility.mean - utility.lo
+    if utility.se > 0:
+        p_util = float(stats.t.cdf((margin - half) / utility.se, utility.df))
+    else:
+        p_util = 1.0 if margin >= 0 else 0.0
+    if p_util <= power:
+        return math.inf
+    return float((stats.t.ppf(1 - alpha / 2, effect.df) + stats.t.ppf(power / p_util, effect.df)) * effect.se)
 
 
 def _verdict(c: ClaimEvidence, ph: float, mde: float, alpha: float, margin: float,

@@ -60,7 +60,7 @@ def test_a_bad_statistic_claim_is_refused(tmp_path, claim, says):
 
 def _task(setting: str, seed: int, baseline: bool) -> SimpleNamespace:
     return SimpleNamespace(setting=setting, seed=seed, baseline=baseline, done=True,
-                           record=lambda: {"wall_s": 1.0}, folder=Path("."))
+                           record=lambda: {"wall_s": 1.0, "report": f"{setting}-{seed}"}, folder=Path("."))
 
 
 def _decide(monkeypatch, tmp_path, base_dom, method_dom, base_acc=None, method_acc=None, missing=()):
@@ -77,8 +77,11 @@ def _decide(monkeypatch, tmp_path, base_dom, method_dom, base_acc=None, method_a
     for key in missing:
         values[key].pop("cluster_dominance")
     tasks = [_task(n, s, n == "SimCLR") for s in seeds for n in ("SimCLR", "mine")]
-    monkeypatch.setattr(report, "_runs", lambda ts: [SimpleNamespace(seed=t.seed, test=values[(t.setting, t.seed)])
-                                                     for t in ts])
+    def read_run(path):  # the planted report of the task's run
+        setting, seed = Path(path).name.rsplit("-", 1)
+        return SimpleNamespace(seed=int(seed), test=values[(setting, int(seed))])
+
+    monkeypatch.setattr(results, "read_run", read_run)
     undecided: list[str] = []
     rows = decide_bench([p], {p.name: tasks}, "mine", undecided=undecided)
     return rows, undecided

@@ -312,7 +312,7 @@ def test_tiny_effect_with_three_seeds_is_inconclusive():
 def test_holds_detectable_effect_has_the_stated_power():
     """A literal simulation of the rule at the holds-MDE: 5 seeds, per-seed changes N(-mde, sd), utility N(0, tau):
     "holds" (p < 0.05 and utility lower bound >= -2 points) in about 80% of replicates."""
-    from faircl.eval.statistics import holds_detectable_effect
+    from faircl.eval.verdicts import holds_detectable_effect
 
     s, sd, tau = 5, 0.03, 0.012
     eff = C.paired_seed_comparison(np.zeros(s), sd * np.array([-1.2, -0.6, 0, 0.6, 1.2]) / math.sqrt(0.9))

@@ -5,7 +5,10 @@ utility) + ``faircl.eval.verdicts.decide``."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shutil
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -175,3 +178,50 @@ def test_a_gap_the_rows_do_not_recompute_says_so(planted, tmp_path, monkeypatch)
     (v,) = json.loads((tmp_path / "dp" / "compare.json").read_text())["baseline"]["verdicts"]
     assert not v["from_rows"] and v["verdict"] != "holds"
     assert v["reason"].startswith("bias not checked (dp_gap is not recomputed from rows")
+
+
+def test_the_bench_and_compare_decide_the_same_claims_identically(planted, tmp_path, monkeypatch):
+    """The same runs, once through ``faircl compare --baseline`` and once as the finished runs of a bench protocol
+    with the same claims: the same verdicts, numbers and Holm p-values (one path from runs to verdicts)."""
+    from faircl.bench.results import decide_bench
+    from faircl.bench.runner import RunTask
+    from faircl.bench.spec import load_suite
+
+    root, _ = planted
+    (tmp_path / "suite").mkdir()
+    (tmp_path / "suite" / "planted.yaml").write_text(textwrap.dedent("""\
+        name: planted
+        version: 1
+        input_kind: features
+        data: {class_path: BiasedFeatures}
+        model: {lr: 0.01}
+        trainer: {max_epochs: 1}
+        seeds: 4
+        baselines: {CE: {class_path: CE}}
+        claims:
+          - {gap: tpr_gap_rms, baseline: CE, leakage: true, paper_effect: -0.05}
+        """))
+    (protocol,) = load_suite(str(tmp_path / "suite"))
+    tasks = []
+    for model in ("CE", "Mine"):
+        for folder in sorted((root / model).iterdir()):
+            run = tmp_path / "bench" / model / folder.name
+            shutil.copytree(folder, run)
+            (run / "run.json").write_text(json.dumps({"report": "report.json", "wall_s": 1.0}))
+            tasks.append(RunTask(protocol, model, model, {}, int(folder.name[1:]), run, model == "CE"))
+    bench = decide_bench([protocol], {protocol.name: tasks}, "Mine")
+    monkeypatch.chdir(root)
+    assert main(["compare", "CE", "Mine", "--out", str(tmp_path / "cmp"), "--baseline", "CE", "--leakage",
+                 "--paper-effect", "-0.05"]) == 0
+    ours = json.loads((tmp_path / "cmp" / "compare.json").read_text())["baseline"]["verdicts"]
+    assert [r.claim for r in bench] == [v["claim"] for v in ours] == ["Mine lowers tpr_gap_rms vs CE",
+                                                                     "Mine lowers leakage_h vs CE"]
+    assert [r.verdict.verdict for r in bench] == [v["verdict"] for v in ours]
+    assert bench[0].verdict.verdict == "holds"  # the planted reduction is found by both
+    for row, o in zip(bench, ours):
+        v = row.verdict
+        assert row.from_rows and o["from_rows"] and v.reason == o["reason"]
+        assert (v.p_holm, v.mde, v.mde_holds) == (o["p_holm"], o["mde"], o["mde_holds"])
+        for part in ("effect", "utility"):
+            assert repr(dataclasses.asdict(getattr(v, part))) == repr(o[part]), part
+        assert repr([dataclasses.asdict(b) for b in v.bias]) == repr(o["bias"])  # NaN intervals too

@@ -178,7 +178,7 @@ def test_fairness_of_rows_matches_a_literal_computation():
 
 def test_compare_reads_knn_and_probe_runs_from_their_rows(tmp_path):
     """A run whose rows are a 1-NN's: its test and validation numbers are the rows', not the logits' report."""
-    from faircl.cli.compare import read_run
+    from faircl.eval.run_folders import read_run
     from faircl.eval.row_predictions import fairness_of, write_rows
 
     rng = np.random.default_rng(1)

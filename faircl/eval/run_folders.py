@@ -1,0 +1,150 @@
+"""Reading run folders: what a ``faircl test`` run (or a finished sweep trial, or a bench run) left on disk, as the
+:class:`faircl.eval.tradeoff.Run` that ``faircl compare`` and ``faircl bench`` decide from.
+
+A run folder holds ``report.json`` (the test metrics, :func:`faircl.eval.report.read_report`; its ``meta.fit`` is the
+record of the fit that made the checkpoint, its ``meta.rows`` names the per-row predictions), ``rows.npz`` (the
+per-row predictions, :mod:`faircl.eval.row_predictions`) and, for a bench run of the embeddings suite,
+``items.json`` (the per-item outputs). The seed and settings of a run are those of its fit: the report's fit record,
+else the fit's ``config.yaml`` beside the checkpoint, else (noted in ``Run.source``) the run folder's own
+``config.yaml``. The validation metrics of the checkpoint come from a sweep trial's ``result.json`` or from the fit
+run's ``metrics.csv`` (the row of the checkpoint's epoch). A run whose rows are a 1-NN's or a probe's
+(``meta.rows.predictions``: ``knn`` / ``probe``) gets its accuracy, gaps and leakage from those rows.
+
+Nothing here decides anything: reading fails only on unreadable files (``ValueError`` naming the file).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from faircl.eval.report import read_report
+from faircl.eval.row_predictions import fairness_of, flatten_config, read_rows
+from faircl.eval.tradeoff import Run
+
+__all__ = ["read_items", "read_run", "read_runs_rows"]
+
+#: one split's per-row predictions (field → array, as :func:`faircl.eval.row_predictions.read_rows` gives them)
+Fields = dict[str, np.ndarray]
+
+
+def _val_from_metrics_csv(ckpt: Path) -> dict[str, float]:
+    """Validation metrics logged in the epoch of ``ckpt`` (``epoch=E`` in its name) by its fit run."""
+    m = re.search(r"epoch=(\d+)", ckpt.name)
+    table = ckpt.parent.parent / "metrics.csv"
+    if not m or not table.is_file():
+        return {}
+    found: dict[str, float] = {}
+    with table.open() as fh:
+        for row in csv.DictReader(fh):
+            if row.get("epoch") == m.group(1):
+                for k, v in row.items():
+                    if k.startswith("val/") and v not in ("", None):
+                        found[k[4:]] = float(v)
+    return found
+
+
+def _resolve_ckpt(text: str, run_dir: Path) -> Path | None:
+    """The checkpoint file named in a report, found from the current directory or beside the run folder."""
+    path = Path(text)
+    if path.is_file():
+        return path
+    parts = path.parts
+    if "lightning_logs" in parts:
+        tail = Path(*parts[parts.index("lightning_logs"):])
+        for base in (run_dir.parent.parent, *run_dir.parents):
+            if (base / tail).is_file():
+                return base / tail
+    return None
+
+
+def _fit_settings(data: dict[str, Any], run_dir: Path, ckpt: Path | None) -> tuple[dict[str, Any], Any, str]:
+    """The flattened configuration and seed of the fit that made the run's checkpoint, and where they were read:
+    the report's fit record (``faircl test`` copies it from the checkpoint), else the ``config.yaml`` of the fit run
+    beside the checkpoint, else (with a note) the run folder's own ``config.yaml``."""
+    fit = (data.get("meta") or {}).get("fit")
+    if isinstance(fit, dict) and isinstance(fit.get("config"), dict):
+        return dict(fit["config"]), fit.get("seed"), "fit record"
+    for cfg_file, source in (((ckpt.parent.parent / "config.yaml") if ckpt is not None else None, "fit config"),
+                             (run_dir / "config.yaml", "test config")):
+        if cfg_file is not None and cfg_file.is_file():
+            config = flatten_config(yaml.safe_load(cfg_file.read_text()) or {})
+            return config, config.get("seed_everything"), f"{source} {cfg_file}"
+    return {}, None, "nothing (no fit record, no config.yaml)"
+
+
+def _metrics_from_rows(path: Path, test: dict[str, float], val: dict[str, float]
+                       ) -> tuple[dict[str, float], dict[str, float]]:
+    """The test and validation accuracy, gaps and leakage of a run whose rows are not its logits' (``knn`` or
+    ``probe`` predictions), from those rows, so that its point on the front, its DTO and its verdicts judge the
+    same predictions. Metrics the rows cannot give (recall@k, NMI, ...) stay the report's."""
+    fields = read_rows(path)
+    groups = 1 + max((int(np.max(f["a"])) for f in fields.values() if len(f["a"])), default=0)
+    test = {**test, **fairness_of(fields["test"], groups)} if "test" in fields else test
+    if "val" in fields:
+        val = fairness_of(fields["val"], groups)
+    return test, val
+
+
+def read_run(report: str | Path) -> Run | None:
+    """A :class:`~faircl.eval.tradeoff.Run` from a ``report.json`` (``None`` for a sweep trial that did not finish:
+    interrupted or pruned)."""
+    report = Path(report)
+    run_dir = report.parent
+    trial = None
+    for parent in run_dir.parents:
+        if re.fullmatch(r"trial_\d+", parent.name) and (parent / "trial_spec.json").is_file():
+            if not (parent / "trial.json").is_file():
+                return None  # an interrupted or pruned trial
+            trial = json.loads((parent / "trial.json").read_text())["trial"]
+            break
+    data = json.loads(report.read_text())
+    ckpt_text = str((data.get("meta") or {}).get("checkpoint", ""))
+    ckpt = _resolve_ckpt(ckpt_text, run_dir) if ckpt_text else None
+    config, seed, source = _fit_settings(data, run_dir, ckpt)
+    val: dict[str, float] = {}
+    result = run_dir.parent.parent / "result.json"
+    if trial is not None and result.is_file():
+        val = {k[4:]: float(v) for k, v in json.loads(result.read_text()).get("val", {}).items()}
+    elif ckpt is not None:
+        val = _val_from_metrics_csv(ckpt)
+    rows_info = (data.get("meta") or {}).get("rows")
+    rows = run_dir / rows_info["file"] if isinstance(rows_info, dict) and "file" in rows_info else None
+    rows = rows if rows is not None and rows.is_file() else None
+    test = read_report(report)
+    how = rows_info.get("predictions", "logits") if isinstance(rows_info, dict) else "logits"
+    if rows is not None and how != "logits":
+        test, val = _metrics_from_rows(rows, test, val)
+    return Run(str(run_dir), None if seed is None else int(seed), config, test, val,
+               str(ckpt) if ckpt is not None else ckpt_text, trial, rows=str(rows) if rows is not None else None,
+               source=source, predictions=how)
+
+
+def read_runs_rows(runs: Iterable[Run], known: Mapping[str, dict[str, Fields]] | None = None
+                   ) -> dict[str, dict[str, Fields]]:
+    """The per-row predictions of every run that kept them: ``Run.rows`` (the file) → split → field → array. Runs
+    without rows are left out; files already in ``known`` are not read again."""
+    out: dict[str, dict[str, Fields]] = {}
+    for r in runs:
+        if r.rows and r.rows not in out:
+            out[r.rows] = known[r.rows] if known is not None and r.rows in known else read_rows(r.rows)
+    return out
+
+
+def read_items(folder: str | Path) -> dict[str, Any] | None:
+    """The per-item outputs (``items.json``) a bench run of the embeddings suite wrote into its folder (``None``
+    when it wrote none)."""
+    path = Path(folder) / "items.json"
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not readable JSON ({err})") from None
