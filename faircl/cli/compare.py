@@ -138,7 +138,7 @@ def _parser():
     """The options of ``faircl compare`` (a jsonargparse parser; errors raise, :func:`compare` words them)."""
     from jsonargparse import ArgumentParser  # deferred: only when the command runs
 
-    p = ArgumentParser(prog="faircl compare", exit_on_error=False,
+    p = ArgumentParser(prog="faircl compare", exit_on_error=False, allow_abbrev=False,
                        description="Compare runs and sweeps: table, selection, Pareto front, baseline.")
     p.add_argument("folders", nargs="+", type=str, help="run folders, sweep folders or folders holding them")
     p.add_argument("--out", required=True, type=str, help="folder for the tables and the plot")

@@ -61,6 +61,7 @@ def test_help_comes_from_jsonargparse(capsys):
     (["x"], "compare: missing --out"),
     ([], "compare: missing FOLDER..."),
     (["x", "--out", "o", "--bogus", "1"], "unrecognized arguments: --bogus 1"),
+    (["x", "--out", "o", "--perm", "300"], "unrecognized arguments: --perm 300"),  # no abbreviations
     (["x", "--out", "o", "--margin", "abc"], "compare --margin abc: expected a number"),
     (["x", "--out", "o", "--bootstrap", "1.5"], "compare --bootstrap 1.5: expected a whole number"),
     (["x", "--out", "o", "--paper-effect", "much"], "compare --paper-effect much: expected a number"),
