@@ -126,15 +126,18 @@ def test_two_workers_on_postgres_one_killed_and_a_resume_finishes_the_budget(pos
     # machine B: no shared folder; the definition comes from the study in the database
     second = _start("sweep", "--storage", postgres_url, "--study", study_name, "--resume", "--out", "b", cwd=tmp_path)
     logs = {}
-    # kill A in the middle of its second trial
-    deadline = time.time() + 400
+    # Kill A in the middle of its second trial, once the trial has started: A has printed its "faircl sweep: trial N"
+    # line (the log's record of who started what) and the run has opened seed_0.log. The folder and trial_spec.json
+    # come before that line, so a kill as soon as they exist could land before it (seen on a loaded machine: the
+    # trial was in the study but in no worker's log). A forked trial takes about a second here: kill at once.
+    deadline, killed = time.time() + 400, None
     while time.time() < deadline and first.poll() is None:
-        specs = list((tmp_path / "a" / "trials").glob("trial_*/trial_spec.json"))
-        if len(specs) >= 2:
+        specs = sorted((tmp_path / "a" / "trials").glob("trial_*/trial_spec.json"))
+        if len(specs) >= 2 and (specs[-1].parent / "seed_0.log").is_file():
+            killed = specs[-1].parent.name
             break
-        time.sleep(0.2)
-    # a forked trial takes about a second here: kill as soon as its folder exists, before it can finish
-    killed = sorted((tmp_path / "a" / "trials").glob("trial_*/trial_spec.json"))[-1].parent.name
+        time.sleep(0.05)
+    assert killed is not None, f"machine A started no second trial (exit status {first.poll()})"
     finished_before = (tmp_path / "a" / "trials" / killed / "seed_0" / "result.json").exists()
     os.kill(first.pid, signal.SIGKILL)
     logs["a"] = first.communicate()[1]
