@@ -85,7 +85,7 @@ def read_protocol_runs(p: Protocol, tasks: list[RunTask], method_label: str) -> 
     found = ProtocolRuns({name: Setting(name, {}, rs) for name, rs in runs.items() if name is not None},
                          Setting(method_label, {}, runs.get(None, [])),
                          wall_s=sum(r.get("wall_s", 0.0) for t, r in records if not t.baseline))
-    if any(c.gap for c in p.claims):
+    if any(not (c.score or c.statistic) for c in p.claims):  # a gap claim: decided from the rows
         found.rows = read_runs_rows(r for rs in runs.values() for r in rs if getattr(r, "rows", None))
     if any(c.score for c in p.claims):
         for t, _ in records:

@@ -199,3 +199,21 @@ def test_compare_reads_knn_and_probe_runs_from_their_rows(tmp_path):
         assert got.test["recall_at_1"] == 0.5  # what rows cannot give stays the report's
         assert got.val["accuracy"] == pytest.approx(np.mean(rows["val"]["pred"] == rows["val"]["y"]))
         assert "dto" in got.val and "dto" in got.test
+
+
+def test_run_folders_read_rows_once_and_items_with_the_file_named(tmp_path):
+    from faircl.eval.run_folders import read_items, read_runs_rows
+
+    path = write_rows({"test": _fields()}, tmp_path / "a")
+    with_rows = Run(str(tmp_path / "a"), 1, {}, {"accuracy": 0.5}, rows=str(path))
+    without = Run(str(tmp_path / "b"), 1, {}, {"accuracy": 0.5})
+    got = read_runs_rows([with_rows, without, with_rows])
+    assert list(got) == [str(path)] and np.array_equal(got[str(path)]["test"]["y"], _fields()["y"])
+    known = {str(path): {"test": {"y": np.zeros(1)}}}
+    assert read_runs_rows([with_rows], known)[str(path)] is known[str(path)]  # not read again
+    assert read_items(tmp_path / "a") is None
+    (tmp_path / "a" / "items.json").write_text('{"seat": 1}')
+    assert read_items(tmp_path / "a") == {"seat": 1}
+    (tmp_path / "a" / "items.json").write_text("{broken")
+    with pytest.raises(ValueError, match="items.json: not readable JSON"):
+        read_items(tmp_path / "a")
