@@ -20,11 +20,12 @@ training tuples (the median heuristic of Gaussian kernels): typical tuples then 
 once at fit start (unless given) and stored in a buffer, so checkpoints and resumes keep it.
 
 Validation runs every ``val_check_interval`` trainer steps (the paper: every 500, keeping the best). The best weights
-are Lightning's best checkpoint: the method's checkpoint policy (:meth:`~faircl.methods.base.FairModule.configure_callbacks`,
-monitor ``val/loss``, mode ``min``) or the ``ModelCheckpoint`` a config names keeps it, ``faircl test --ckpt_path best``
-(``trainer.test(ckpt_path="best")``) evaluates it, and with ``restore_best`` the end of ``fit`` loads it back into the
-module (from ``trainer.checkpoint_callback.best_model_path``). :meth:`CCD.save_pretrained` exports the debiased
-encoder as a Hugging Face model directory (also a sentence-transformers directory).
+are Lightning's best checkpoint: the method's checkpoint policy
+(:meth:`~faircl.methods.base.FairModule.configure_callbacks`: monitor ``val/loss``, mode ``min``) or the
+``ModelCheckpoint`` a config names keeps it, ``faircl test --ckpt_path best`` (``trainer.test(ckpt_path="best")``)
+evaluates it, and with ``restore_best`` the end of ``fit`` loads it back into the module (from
+``trainer.checkpoint_callback.best_model_path``). :meth:`CCD.save_pretrained` exports the debiased encoder as a
+Hugging Face model directory (also a sentence-transformers directory).
 """
 
 from __future__ import annotations
