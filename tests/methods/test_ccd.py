@@ -286,9 +286,11 @@ def test_restore_best_without_a_checkpoint_keeps_the_last_weights_and_says_so(cc
     assert "no best checkpoint was kept" in caplog.text
 
 
-@pytest.mark.parametrize("callbacks", [None, [{"class_path": "lightning.pytorch.callbacks.ModelCheckpoint", "init_args": {
-    "monitor": "val/loss", "mode": "min", "save_top_k": 1, "filename": "best-{step}"}}]],
-    ids=["checkpoint_policy", "config_checkpoint"])
+SHIPPED_CHECKPOINT = {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",  # as in configs/ccd/*.yaml
+                      "init_args": {"monitor": "val/loss", "mode": "min", "save_top_k": 1, "filename": "best-{step}"}}
+
+
+@pytest.mark.parametrize("callbacks", [None, [SHIPPED_CHECKPOINT]], ids=["checkpoint_policy", "config_checkpoint"])
 def test_cli_fit_then_test_ckpt_path_best_evaluates_the_best_step(ccd_bert, in_tmp, monkeypatch, callbacks):
     """``faircl fit`` then ``faircl test --ckpt_path best`` (in this process), with the method's checkpoint policy or
     a ModelCheckpoint in the config as the shipped CCD configs have: the test runs on the best step's weights."""
