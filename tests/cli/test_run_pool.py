@@ -212,7 +212,7 @@ def test_the_faircl_command_through_a_preloaded_pool(tmp_path):
     the command runs, its output in the log, a usage error is exit 2; a forked vision run imports nothing heavy."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).parent)}
     res = subprocess.run([sys.executable, "-c", _PRELOADED, str(tmp_path)], capture_output=True, text=True,
-                         timeout=300, env=env)
+                         timeout=900, env=env)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "confair/biased_features" in (tmp_path / "configs.log").read_text()
     assert "no/such" in (tmp_path / "bad.log").read_text()
