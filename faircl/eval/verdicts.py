@@ -1,5 +1,7 @@
-"""Deciding whether a fairness method changed a baseline's bias: permutation nulls, paired seed × row bootstrap,
-Holm–Bonferroni, non-inferiority of utility, degenerate classifiers and the minimum detectable effect.
+"""The verdict rule: whether a fairness method changed a baseline's bias, decided (:func:`decide`) from a claim's
+evidence — the statistics of :mod:`faircl.eval.statistics` (permutation nulls, paired seed × row bootstrap,
+Holm–Bonferroni, the minimum detectable effect), non-inferiority of utility and degenerate classifiers — and that
+evidence built from per-row predictions (:func:`claim_from_predictions`).
 
 A *claim* reads "method M lowers the gap G of baseline B at little utility cost". It is decided from runs paired by
 seed (same seed = same data order, initialisation and test rows for both) in five steps:
