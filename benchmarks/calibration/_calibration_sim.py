@@ -140,3 +140,40 @@ def sd_over_se(values, ses) -> float:
     v, s = np.asarray(values, float), np.asarray(ses, float)
     s = s[np.isfinite(s)]
     return float(np.std(v, ddof=1) / math.sqrt(np.mean(s * s))) if len(s) > 1 else math.nan
+
+
+# ------------------------------------------------------------------------------------------ item claims
+@dataclass(frozen=True)
+class ItemDesign:
+    """An item claim (a CrowS-Pairs-style preference share, judged by ``|share − 0.5|``): a fixed baseline encoder and
+    ``seeds`` trained ones. Item ``i`` has a latent ``u_i`` shared by every encoder; the baseline prefers the
+    stereotyping member where ``Φ(u_i) < share``, seed ``s`` of the method where ``Φ(ρ u_i + √(1 − ρ²) ε_is) <
+    share + effect + δ_s`` with ``δ_s ~ N(0, shift²)`` (the seed's training noise). Every replicate draws new items."""
+
+    seeds: int = 3
+    shift: float = 0.04
+    effect: float = 0.0         # change of the method's share (toward 0.5 when negative: share > 0.5)
+    share: float = 0.60
+    rho: float = 0.6
+    n_items: int = 400
+
+
+def item_effect(d: ItemDesign, rng: np.random.Generator, n_bootstrap: int = 200, seed: int = 0, rule=None):
+    """One replicate's :class:`~faircl.eval.statistics.Effect` of ``|share − 0.5|`` (method − baseline) through
+    :func:`faircl.eval.item_nulls.paired_item_bootstrap` (or ``rule``, a function of the same signature)."""
+    from faircl.eval.item_nulls import paired_item_bootstrap, preference_deviation
+    u = rng.standard_normal(d.n_items)
+    phi = lambda z: 0.5 * special.erfc(-z / math.sqrt(2))
+    base = (phi(u) < d.share).astype(np.float64)
+    z = d.rho * u[None, :] + math.sqrt(1 - d.rho ** 2) * rng.standard_normal((d.seeds, d.n_items))
+    cut = d.share + d.effect + d.shift * rng.standard_normal(d.seeds)
+    meth = (phi(z) < cut[:, None]).astype(np.float64)
+    rule = rule or paired_item_bootstrap
+    return rule(lambda x, w: preference_deviation(x, w), [base] * d.seeds, list(meth), np.zeros(d.n_items),
+                n_bootstrap=n_bootstrap, seed=seed)
+
+
+def item_replicate(d: ItemDesign, reps: int, seed: int, rule=None, n_bootstrap: int = 200) -> list:
+    """``reps`` item effects of design ``d`` (seeded)."""
+    rng = np.random.default_rng(seed)
+    return [item_effect(d, rng, n_bootstrap, r, rule) for r in range(reps)]

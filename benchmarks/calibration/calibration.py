@@ -8,8 +8,9 @@ Synthetic per-row predictions (:mod:`_calibration_sim`: 2,000 test and 1,000 val
 through ``claim_from_predictions`` and ``decide``. Scenarios: no bias; a real bias the method does not change; a
 graded effect (power against the reported MDE and "holds" MDE); a utility loss of 0–3 points; seed-to-seed shifts of
 the method's gap (0, 5, 9 points) at 3, 5 and 8 seeds, with the tail rates at α and α/10 (the level Holm uses for the
-first claim of a family of 10); a Holm family of 9 null claims and one real one; the bias screen for a 6-point gap.
-Every rate has a Wilson 95% interval. ``--quick`` runs the 3-seed rows of the seed-shift table only.
+first claim of a family of 10); a Holm family of 9 null claims and one real one; the bias screen for a 6-point gap;
+item claims (a 400-item preference share through ``paired_item_bootstrap``) with no effect and seed shifts of 0, 4
+and 8 points. Every rate has a Wilson 95% interval. ``--quick`` runs the 3-seed rows of the seed-shift tables only.
 """
 
 from __future__ import annotations
@@ -24,13 +25,18 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _calibration_sim import ALPHA, Design, Outcome, family, rate, replicate, sd_over_se
+from _calibration_sim import (ALPHA, Design, ItemDesign, Outcome, family, item_replicate, rate, replicate,
+                              sd_over_se)
 
 SEEDS = (3, 5, 8)
 SHIFTS = (0.0, 0.05, 0.09)
 FULL = dict(nobias=60, null=400, shift=700, graded=80, utility=60, holm=50, screen=150, null_screen=400)
 QUICK_REPS = (250, 600)          # 3 seeds: no shift (sd/se), shift 9 points (tail)
 LEAN = dict(n_permutations=100, n_bootstrap=200)
+ITEM_SHIFTS = (0.0, 0.04, 0.08)
+ITEM_FULL = dict(still=300, shift=600)
+ITEM_QUICK = ((0.0, 200), (0.08, 300))   # 3 seeds: no shift (sd/se), shift 8 points (tail)
+ITEM_BOOT = 100
 
 
 def _k(outs, pred) -> int:
@@ -58,6 +64,44 @@ def quick(seed: int = 32) -> dict:
     """The 3-seed cells of the seed-shift table (no shift: sd/se; 9-point shift: tail), lean resampling."""
     return {shift: tail(replicate(Design(seeds=3, shift=shift), reps, seed + i, **LEAN))
             for i, (shift, reps) in enumerate(zip((0.0, 0.09), QUICK_REPS))}
+
+
+def item_tail(effects) -> dict:
+    """Tail rates, spread and df of no-effect item claims (:class:`~faircl.eval.statistics.Effect` s)."""
+    n = len(effects)
+    return dict(n=n, p05=_k(effects, lambda e: e.p_value < ALPHA), p005=_k(effects, lambda e: e.p_value < ALPHA / 10),
+                sd_se=sd_over_se([e.mean for e in effects], [e.se for e in effects]),
+                df=float(np.median([e.df for e in effects])))
+
+
+def item_quick(seed: int = 52, rule=None) -> dict:
+    """The 3-seed item cells (no shift: sd/se; 8-point shift: tail); ``rule`` replaces ``paired_item_bootstrap``."""
+    return {shift: item_tail(item_replicate(ItemDesign(seeds=3, shift=shift), reps, seed + i, rule, ITEM_BOOT))
+            for i, (shift, reps) in enumerate(ITEM_QUICK)}
+
+
+def _item_row(label: str, t: dict) -> str:
+    n = t["n"]
+    return f"| {label} | {rate(t['p05'], n)} | {rate(t['p005'], n)} | {t['sd_se']:.2f} | {t['df']:.1f} |"
+
+
+ITEM_HEADER = ["| design | p < α | p < α/10 | sd/se | median df |", "|---|---|---|---|---|"]
+
+
+def items(reps: dict, seed: int = 5) -> list[str]:
+    """The item section: no effect, seed shifts of 0/4/8 points at 3, 5 and 8 seeds."""
+    md = ["## Item claims: no effect, with seed-to-seed shifts", "",
+          "A CrowS-Pairs-style preference share over 400 items (`|share − 0.5|`, baseline share 60%), a fixed baseline "
+          "encoder and trained seeds whose share moves by N(0, shift²) (`_calibration_sim.ItemDesign`), decided by "
+          f"`paired_item_bootstrap` with {ITEM_BOOT} item resamples; every replicate draws new items. True effect 0.",
+          "", *ITEM_HEADER]
+    for s in SEEDS:
+        for shift in ITEM_SHIFTS:
+            n = reps["still"] if shift == 0 else reps["shift"]
+            t = item_tail(item_replicate(ItemDesign(seeds=s, shift=shift), n, seed + 10 * s + int(100 * shift),
+                                         n_bootstrap=ITEM_BOOT))
+            md.append(_item_row(f"{s} seeds, shift {100 * shift:.0f}", t))
+    return md
 
 
 def _tail_row(label: str, t: dict) -> str:
@@ -233,6 +277,8 @@ def main(argv=None) -> None:
     if args.quick:
         md = ["## Seed shifts, 3 seeds (quick)", "", *TAIL_HEADER]
         md += [_tail_row(f"3 seeds, shift {100 * s:.0f}", t) for s, t in quick().items()]
+        md += ["", "## Item claims, 3 seeds (quick)", "", *ITEM_HEADER]
+        md += [_item_row(f"3 seeds, shift {100 * s:.0f}", t) for s, t in item_quick().items()]
     else:
         reps = {k: max(10, int(round(v * args.scale))) for k, v in FULL.items()}
         md = run_parallel(reps, args.jobs) if args.jobs > 1 else full(reps)

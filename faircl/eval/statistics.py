@@ -35,7 +35,7 @@ from scipy import stats
 
 __all__ = ["BiasTest", "Effect", "GAP_METRICS", "bias_is_real", "confusion_from_rows", "gap_from_confusion", "holm",
            "leakage_null", "minimum_detectable_effect", "paired_bootstrap",
-           "paired_seed_comparison", "permutation_null", "shared_row_variance"]
+           "paired_seed_comparison", "permutation_null", "seed_row_effect", "shared_row_variance"]
 GAP_METRICS = ("tpr_gap_rms", "eo_gap", "accuracy", "balanced_accuracy")
 
 
@@ -284,6 +284,8 @@ class Effect:
         df: degrees of freedom (seeds − 1).
         n_seeds: seeds.
         n_rows: test rows resampled (0: seed-level only, from summary numbers).
+        shared: the part of ``se²`` that every seed shares (the rows' or items' noise ``c̄``; 0 from summary numbers):
+            it does not shrink with more seeds, only with more rows (:func:`seed_row_effect`).
     """
 
     mean: float
@@ -294,6 +296,7 @@ class Effect:
     df: float
     n_seeds: int
     n_rows: int = 0
+    shared: float = 0.0
 
     def fmt(self, scale: float = 100.0, digits: int = 1) -> str:
         """``"mean [lo, hi]"`` in points."""
@@ -315,18 +318,43 @@ def paired_differences(method, baseline) -> np.ndarray:
     return np.where(np.abs(d) <= ROUND_OFF * np.maximum(np.abs(m), np.abs(b)), 0.0, d)
 
 
-def _t_effect(mean: float, se: float, df: float, level: float, n_seeds: int, n_rows: int) -> Effect:
+def _t_effect(mean: float, se: float, df: float, level: float, n_seeds: int, n_rows: int,
+              shared: float = 0.0) -> Effect:
     """The t interval and p-value of ``mean`` with standard error ``se``. A standard error within round-off of the
     mean (``se <= 8·eps·|mean|``: equal per-seed values, whose variance is exactly 0 or ``1e-17`` depending on the
     CPU's summation) is zero: the interval is the point and the p-value 0 (1 when the mean is 0)."""
     if df < 1 or not math.isfinite(se):
-        return Effect(mean, -math.inf, math.inf, 1.0, math.inf, max(df, 0), n_seeds, n_rows)
+        return Effect(mean, -math.inf, math.inf, 1.0, math.inf, max(df, 0), n_seeds, n_rows, shared)
     if se <= ROUND_OFF * abs(mean):
         p = 1.0 if mean == 0 else 0.0
-        return Effect(mean, mean, mean, p, 0.0, df, n_seeds, n_rows)
+        return Effect(mean, mean, mean, p, 0.0, df, n_seeds, n_rows, shared)
     half = float(stats.t.ppf(0.5 + level / 2, df)) * se
     p = float(2 * stats.t.sf(abs(mean) / se, df))
-    return Effect(mean, mean - half, mean + half, p, se, df, n_seeds, n_rows)
+    return Effect(mean, mean - half, mean + half, p, se, df, n_seeds, n_rows, shared)
+
+
+def seed_row_effect(d, resampled: np.ndarray | None = None, level: float = 0.95, n_rows: int = 0) -> Effect:
+    """The seeds × rows rule (module docstring), for rows and items alike: the mean of the per-seed changes ``d``
+    with variance ``var_s(d) / S + c̄`` (``c̄``: :func:`shared_row_variance` of ``resampled``, the noise of the rows
+    or items that every seed shares, each noise counted once) and Student-t on ``S − 1`` degrees of freedom.
+
+    Args:
+        d: per-seed changes ``[S]`` (method − baseline, on all rows / items).
+        resampled: ``[B, S]`` per-seed changes on ``B`` resamples of the rows (or items) shared by every seed and both
+            models; ``None``: the paired t-test of ``d``.
+        level: interval level.
+        n_rows: rows or items resampled (reported; 0 without ``resampled``).
+
+    Returns:
+        An :class:`Effect` (infinite interval with one seed: the seed variance is unknown).
+    """
+    d = np.asarray(d, dtype=np.float64)
+    s = len(d)
+    if s < 2:
+        return _t_effect(float(d.mean()), math.inf, 0, level, s, n_rows)
+    v_shared = 0.0 if resampled is None else shared_row_variance(resampled)
+    return _t_effect(float(d.mean()), math.sqrt(float(d.var(ddof=1)) / s + v_shared), s - 1, level, s, n_rows,
+                     v_shared)
 
 
 def paired_seed_comparison(baseline_by_seed: Sequence[float], method_by_seed: Sequence[float],
@@ -346,10 +374,7 @@ def paired_seed_comparison(baseline_by_seed: Sequence[float], method_by_seed: Se
         raise ValueError(f"paired runs need as many method as baseline values (1-d), got {m.shape} and {b.shape}")
     if not (np.isfinite(b).all() and np.isfinite(m).all()):
         raise ValueError(f"values must be finite, got baseline {b.tolist()} and method {m.tolist()}")
-    d = paired_differences(m, b)
-    s = len(d)
-    se = float(d.std(ddof=1) / math.sqrt(s)) if s > 1 else math.inf
-    return _t_effect(float(d.mean()), se, s - 1, level, s, 0)
+    return seed_row_effect(paired_differences(m, b), None, level)
 
 
 def paired_bootstrap(y, a, baseline_preds, method_preds, metric: str = "tpr_gap_rms", *,
@@ -391,16 +416,12 @@ def paired_bootstrap(y, a, baseline_preds, method_preds, metric: str = "tpr_gap_
     if np.isnan(d).any():
         raise ValueError(f"{metric} is undefined for seed(s) {np.flatnonzero(np.isnan(d)).tolist()} "
                          "(fewer than two groups or an empty class)")
-    rows = n if resample_rows else 0
-    if s < 2:
-        return _t_effect(float(d.mean()), math.inf, 0, level, s, rows)
-    v_seed = float(d.var(ddof=1)) / s
-    v_shared = 0.0
-    if resample_rows:
+    resampled = None
+    if resample_rows and s > 1:
         rng = np.random.default_rng(seed)
         vals = _weighted_gaps(y, both, a, c, g, _weights(rng, n, n_bootstrap), metric)     # [B, 2, S]
-        v_shared = shared_row_variance(vals[:, 1] - vals[:, 0])
-    return _t_effect(float(d.mean()), math.sqrt(v_seed + v_shared), s - 1, level, s, rows)
+        resampled = vals[:, 1] - vals[:, 0]
+    return seed_row_effect(d, resampled, level, n if resample_rows else 0)
 
 
 def shared_row_variance(resampled: np.ndarray) -> float:

@@ -173,7 +173,7 @@ def test_equal_seed_differences_with_round_off_are_a_zero_spread(seed):
     """Per-seed differences equal up to a few ulps (``x · (1 + k·eps)``, ``|k| <= 4``: another CPU's summation) have
     a spread of round-off, which counts as zero: the same point interval as exactly equal differences. With nothing
     to find (equal values) the p-value is 1; a real spread keeps its t interval."""
-    from faircl.eval import item_nulls
+    from faircl.eval import item_nulls, statistics
 
     rng = np.random.default_rng(seed)
     eps = np.finfo(np.float64).eps
@@ -188,10 +188,12 @@ def test_equal_seed_differences_with_round_off_are_a_zero_spread(seed):
     assert same.p_value == 1.0 and same.lo <= 0 <= same.hi
     real = C.paired_seed_comparison(base, [0.5, 0.52, 0.49, 0.51])
     assert real.se > 0 and real.lo < real.mean < real.hi
-    # the item bootstrap's t interval: a round-off variance is zero too
-    tiny = item_nulls._t_effect(0.2, (3 * eps * 0.2) ** 2, 0.0, 4, 0.95, 10)
-    assert tiny.se == 0.0 and tiny.lo == tiny.hi == 0.2
-    assert item_nulls._t_effect(0.2, 1e-4, 0.0, 4, 0.95, 10).se == pytest.approx(1e-2)
+    # the t interval that rows and items share (seed_row_effect): a round-off spread is zero too
+    tiny = statistics.seed_row_effect(0.2 * (1 + rng.integers(-4, 5, 4) * eps), np.zeros((50, 4)), n_rows=10)
+    assert tiny.se == 0.0 and tiny.lo == tiny.hi == tiny.mean
+    spread = np.array([0.19, 0.21, 0.2, 0.2])
+    assert statistics.seed_row_effect(spread).se == pytest.approx(spread.std(ddof=1) / 2)
+    assert not hasattr(item_nulls, "_t_effect")   # one rule: items use the rows' function
 
 
 

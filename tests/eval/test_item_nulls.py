@@ -235,11 +235,27 @@ def test_paired_item_bootstrap_adds_the_items_variance():
     analytic = dbar.var() / n                                  # variance of a mean of n resampled items
     assert e.se ** 2 - v_seed == pytest.approx(analytic, rel=0.1)
     assert e.mean == pytest.approx(d_seed.mean()) and e.n_rows == n
-    assert e.df > 2  # Satterthwaite: the items' variance adds degrees of freedom
+    assert e.df == 2 and e.shared == pytest.approx(e.se ** 2 - v_seed)  # the row rule: S − 1 df
     one = paired_item_bootstrap(_mean_stat, base[:1], meth[:1], np.zeros(n))
     assert math.isinf(one.hi) and one.p_value == 1.0
     with pytest.raises(ValueError, match="as many"):
         paired_item_bootstrap(_mean_stat, base, meth[:2], np.zeros(n))
+
+
+def test_paired_item_bootstrap_counts_each_seeds_item_noise_once():
+    """Item noise that no two seeds share is already in the seeds' spread: the item bootstrap adds (about) nothing, and
+    the effect is the paired t-test of the per-seed scores; the former rule added it a second time."""
+    rng = np.random.default_rng(12)
+    n, s = 400, 4
+    base = [rng.normal(0, 1, n)] * s                           # one fixed baseline encoder
+    meth = [base[0] + rng.normal(0, 1, n) for _ in range(s)]   # each seed's own item noise only
+    e = paired_item_bootstrap(_mean_stat, base, meth, np.zeros(n), n_bootstrap=3000, seed=2)
+    t = paired_item_bootstrap(_mean_stat, base, meth, np.zeros(n), resample_items=False)
+    assert e.shared < 0.1 * t.se ** 2
+    assert e.se == pytest.approx(t.se, rel=0.06) and e.df == t.df == s - 1
+    # the whole bootstrap variance of the seed mean (per-seed noise / S) would have added about as much again
+    whole = np.var(np.mean([m - b for b, m in zip(base, meth)], axis=0)) / n
+    assert whole > 0.5 * t.se ** 2
 
 
 def test_stratified_weights_keep_every_stratum_size():
