@@ -1,14 +1,14 @@
 """What a run pays for being forked from the pre-imported worker (:mod:`faircl.cli.run_pool`) instead of running in
-this process, on a bench protocol's full run and on its quick run; a fresh process for reference.
+this process, on a protocol's full run and on a quick run; a fresh process for reference.
 
-Each round runs CE, seed 0, of ``text/synthbios`` as ``faircl bench`` makes a run (``run_one``: fit, the selection
-rule's pick, test, in a prepared run folder) twice, in alternating order: forked from the worker (``faircl bench``)
-and in this process (the floor: no start-up at all). The worker's overhead is, per round, (forked − in-process) /
-in-process; the table gives its median and a distribution-free 95% interval for the median (order statistics).
-A fresh process (``faircl bench --fresh-processes``) runs in fewer rounds, for reference. Targets: the overhead
-≤ 10% of the full run and ≤ 20% of the quick run.
+Each round runs ``faircl fit`` then ``faircl test --ckpt_path best`` of ``ce/biased_features`` as a sweep runs a
+seed (:func:`faircl.cli.dispatch.main_sequence`), twice, in alternating order: forked from the worker and in this
+process (the floor: no start-up at all). The full run has the config's epochs (15), the quick run one. The worker's
+overhead is, per round, (forked − in-process) / in-process; the table gives its median and a distribution-free 95%
+interval for the median (order statistics). A fresh process (the same two commands in a new Python process) runs in
+fewer rounds, for reference. Targets: the overhead ≤ 10% of the full run and ≤ 20% of the quick run.
 
-    python benchmarks/performance/startup.py --rounds 12 --fresh-rounds 2
+    python benchmarks/performance/startup.py --rounds 10 --fresh-rounds 2
 """
 
 from __future__ import annotations
@@ -27,14 +27,15 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from faircl.bench.runner import BENCH_PRELOAD, MethodSpec, plan, run_one  # noqa: E402
-from faircl.bench.spec import load_suite  # noqa: E402
-from faircl.cli.run_pool import RunPool  # noqa: E402
-from faircl.methods import CE  # noqa: E402
+from faircl.cli.dispatch import main_sequence
+from faircl.cli.run_pool import RunPool
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "benchmarks" / "performance" / "results" / "startup.md"
 TARGETS = {"full": 0.10, "quick": 0.20}
+#: the fit arguments of each kind of run: the config as shipped, and cut to one epoch
+RUNS = {"full": ["--config", "ce/biased_features"],
+        "quick": ["--config", "ce/biased_features", "--trainer.max_epochs=1"]}
 #: the run machinery before (the commit that renamed the modules last) and after
 BEFORE = ("f30b7a7", ["faircl/cli/workers.py", "faircl/cli/warm.py", "faircl/cli/prefault.py", "faircl/cli/spare.py",
                       "faircl/cli/preload.py"])
@@ -65,29 +66,26 @@ def timed(fn) -> float:
     return time.perf_counter() - start
 
 
-def measure(protocol, work: Path, pool: RunPool, rounds: int, fresh_rounds: int) -> dict:
+def measure(args: list[str], work: Path, pool: RunPool, rounds: int, fresh_rounds: int) -> dict:
     counter = iter(range(10 ** 6))
 
-    def folder() -> str:
-        root = work / str(next(counter))  # the run's folder and the baseline cache: a new run each time
-        task = plan(protocol, MethodSpec("CE", "faircl.methods.CE", {}, CE), [0], root, root)[0]
-        task.prepare()
-        return str(task.folder)
+    def commands() -> list[list[str]]:
+        root = work / str(next(counter))
+        root.mkdir(parents=True)
+        common = [*args, "--trainer.enable_progress_bar=false", f"--trainer.default_root_dir={root}"]
+        return [["fit", *common], ["test", *common, "--ckpt_path=best"]]
 
     def forked() -> int:
-        f = folder()
-        return pool.run("faircl.bench.runner:run_one", (f,), log=Path(f) / "run.log")
+        cmds = commands()
+        return pool.run(main_sequence, (cmds,), log=Path(cmds[0][-1].split("=", 1)[1]) / "run.log")
 
     def in_process() -> int:
-        f = folder()
-        with open(Path(f) / "run.log", "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-            return run_one(f)
+        with open(os.devnull, "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            return main_sequence(commands())
 
     def fresh() -> int:
-        f = folder()
-        with open(Path(f) / "run.log", "w") as log:
-            return subprocess.run([sys.executable, "-c", f"import sys; from faircl.bench.runner import run_one; "
-                                   f"sys.exit(run_one({f!r}))"], stdout=log, stderr=log, check=False).returncode
+        code = f"import sys; from faircl.cli.dispatch import main_sequence; sys.exit(main_sequence({commands()!r}))"
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, check=False).returncode
 
     timed(forked), timed(in_process)  # untimed: the worker's start, this process's first run
     rows, load = [], []
@@ -109,12 +107,12 @@ def render(raw: dict) -> str:
     lines = [
         "# Run start-up: the pre-imported worker against an in-process run", "",
         f"`python benchmarks/performance/startup.py --rounds {raw['rounds']} --fresh-rounds {raw['fresh_rounds']}` "
-        f"({raw['seconds']:.0f} s, {raw['when']}). Each round runs CE, seed 0, of `text/synthbios` as `faircl bench` "
-        "makes a run (`run_one`: fit, the selection rule's pick, test) forked from the worker "
+        f"({raw['seconds']:.0f} s, {raw['when']}). Each round runs `faircl fit` then `faircl test --ckpt_path best` as "
+        "a sweep runs a seed (`main_sequence`), forked from the worker "
         "(`faircl.cli.run_pool.RunPool`: a `forkserver` that imported torch, Lightning and faircl once) and in this "
         "process, in alternating order; the overhead is (forked − in-process) / in-process per round. A fresh "
-        "process (`faircl bench --fresh-processes`) is timed in fewer rounds, for reference. Figures: median "
-        "[distribution-free 95% interval of the median].", "",
+        "process (the same two commands in a new Python process) is timed in fewer rounds, for reference. Figures: "
+        "median [distribution-free 95% interval of the median].", "",
         f"{raw['machine']}", "",
         "| run | in-process (s) | forked (s) | worker overhead | target | met | fresh process (s) |",
         "|---|---|---|---|---|---|---|"]
@@ -124,7 +122,7 @@ def render(raw: dict) -> str:
                      f"{s([t['forked'] for t in r['rounds']])} | {100 * r['overhead_median']:+.1f}% "
                      f"[{100 * lo:+.1f}, {100 * hi:+.1f}] | ≤ {100 * TARGETS[kind]:.0f}% | "
                      f"{'yes' if r['overhead_median'] <= TARGETS[kind] else 'no'} | "
-                     f"{statistics.median(r['fresh']):.1f} ({len(r['fresh'])} runs) |")
+                     f"{statistics.median(r['fresh']):.1f} ({len(r['fresh'])} run{'s' * (len(r['fresh']) > 1)}) |")
     lines += ["", f"Run machinery: {raw['lines_before']} lines before (`{'`, `'.join(BEFORE[1])}` at "
               f"{BEFORE[0]}: a warm-up fit at import, `gc.freeze`, page pre-faulting, spare children forked ahead), "
               f"{raw['lines_after']} after (`{AFTER[0]}`, standard library only)."]
@@ -138,17 +136,14 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=OUT)
     a = p.parse_args()
     start, load0 = time.perf_counter(), os.getloadavg()
-    suites = {"full": load_suite("text"), "quick": load_suite("text", quick=True)}
-    pool = RunPool(BENCH_PRELOAD)
+    pool = RunPool()
     protocols = {}
     with tempfile.TemporaryDirectory(prefix="faircl-startup-") as tmp:
-        for kind, suite in suites.items():
-            protocol = next(x for x in suite if x.name == "synthbios")
-            epochs = protocol.trainer.get("max_epochs")
-            print(f"{kind}: {epochs} epochs, {a.rounds} rounds", flush=True)
-            protocols[kind] = {"name": f"text/synthbios {kind}{' (--quick)' if kind == 'quick' else ''}, "
-                                       f"{epochs} epochs",
-                               **measure(protocol, Path(tmp) / kind, pool, a.rounds, a.fresh_rounds)}
+        for kind, args in RUNS.items():
+            print(f"{kind}: {' '.join(args)}, {a.rounds} rounds", flush=True)
+            epochs = "1 epoch" if kind == "quick" else "15 epochs (its config)"
+            protocols[kind] = {"name": f"ce/biased_features, {epochs}",
+                               **measure(args, Path(tmp) / kind, pool, a.rounds, a.fresh_rounds)}
     load1 = os.getloadavg()
     loads = [x for r in protocols.values() for x in r["load_1min"]]
     import torch
