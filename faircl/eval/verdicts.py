@@ -30,12 +30,18 @@ seed (same seed = same data order, initialisation and test rows for both) in fiv
 
 Verdicts (:data:`VERDICTS`, decided by :func:`decide`): **holds** (Holm-significant change in the claimed
 direction, utility non-inferior) · **contradicted** (Holm-significant change in the wrong direction) · **does not
-hold** (no significant change although the design could have produced "holds" for the paper's effect: the "holds"
-MDE, the smallest reduction that reads "holds" with 80% power when the method costs no utility, is ≤ |paper effect|;
-or a significant change bought with a utility loss beyond the margin) · **inconclusive** (the "holds" MDE exceeds
-the paper's effect, or the utility interval straddles the margin) · **untestable** (no bias beyond chance, or the
-baseline is degenerate) · **degenerate** (the method is no classifier on at least half of the seeds). Each verdict
-reports both minimum detectable effects: the gap test's (``mde``) and the verdict's (``mde_holds``, margin
+hold** (no significant change, and the reduction is significantly smaller than the paper's effect — or, where the
+paper gives none, than the protocol's smallest effect of interest, ``ClaimEvidence.smallest_effect``: the effect's
+interval lies above it, Holm-adjusted over the family (:func:`smaller_than_target`), whatever the utility; or a
+significant change bought with a utility loss beyond the margin) · **inconclusive** (neither: the interval reaches
+both 0 and the paper's effect, or the utility interval straddles the margin) · **untestable** (no bias beyond
+chance, or the baseline is degenerate) · **degenerate** (the method is no classifier on at least half of the seeds).
+The utility margin decides only between "holds" and "does not hold" (utility): "does not hold" for want of an effect
+follows from the effect alone (the former rule also asked that "holds" could be read with 80% power, so a precise
+zero against a large paper effect stayed inconclusive whenever accuracy varied across seeds). Every inconclusive
+verdict says how many seeds would decide it with 80% power (:func:`seeds_to_decide`: "holds" if the paper's effect
+is real, "does not hold" if there is no change), or, when the row noise every seed shares prevents it, how many rows.
+Each verdict reports both minimum detectable effects: the gap test's (``mde``) and "holds"' (``mde_holds``, margin
 included). All values are fractions (0.045 = 4.5 points); negative effects are reductions.
 
 Example (per-row predictions, e.g. the ``predictions.csv`` of ``faircl predict`` for each seed)::
@@ -67,8 +73,8 @@ from faircl.eval.statistics import (GAP_METRICS, BiasTest, Effect, bias_is_real,
 __all__ = ["BiasTest", "ClaimEvidence", "Effect", "GAP_METRICS", "VERDICTS", "Verdict", "bias_is_real",
            "SplitPredictions", "VERDICT_HEADER", "claim_from_predictions", "confusion_from_rows", "decide",
            "degenerate_by_seed", "degenerate_seed", "gap_from_confusion", "holds_detectable_effect", "holm",
-           "leakage_bias_tests", "leakage_null",
-           "minimum_detectable_effect", "paired_bootstrap", "paired_seed_comparison", "permutation_null", "verdict_row"]
+           "leakage_bias_tests", "leakage_null", "minimum_detectable_effect", "paired_bootstrap",
+           "paired_seed_comparison", "permutation_null", "seeds_to_decide", "smaller_than_target", "verdict_row"]
 
 VERDICTS = ("holds", "contradicted", "does not hold", "inconclusive", "untestable", "degenerate")
 
@@ -114,6 +120,8 @@ class ClaimEvidence:
         unchecked: why the baseline's bias could not be tested (e.g. no per-row predictions); empty when it was
             tested or has no null. Such a claim never reads a bare "holds" (it reads "inconclusive"), and its
             reason starts with this text.
+        smallest_effect: the protocol's smallest effect of interest (a reduction's size, sign ignored; ``None``:
+            none). Without a paper effect, a change significantly smaller than it reads "does not hold".
     """
 
     name: str
@@ -124,6 +132,16 @@ class ClaimEvidence:
     baseline_degenerate: Sequence[str | None] = ()
     method_degenerate: Sequence[str | None] = ()
     unchecked: str = ""
+    smallest_effect: float | None = None
+
+    @property
+    def target(self) -> float | None:
+        """The reduction the claim is judged against (negative): the paper's effect, else the smallest effect of
+        interest, else ``None``."""
+        for e in (self.paper_effect, self.smallest_effect):
+            if e is not None and math.isfinite(e) and e != 0:
+                return -abs(float(e))
+        return None
 
 
 @dataclass(frozen=True)
@@ -131,7 +149,11 @@ class Verdict:
     """A decided claim: the verdict word, why, and the numbers beside it (fractions).
 
     ``mde`` is the gap test's minimum detectable effect; ``mde_holds`` the smallest reduction that reads "holds"
-    with the same power when the method costs no utility (infinite: "holds" cannot reach that power here)."""
+    with the same power when the method costs no utility (infinite: "holds" cannot reach that power here).
+    ``p_smaller`` is the Holm-adjusted p-value of "the reduction is at least the paper's (or the smallest effect of
+    interest)", the inferiority test behind "does not hold" (NaN without a target). ``seeds_needed`` (inconclusive
+    claims only) is the number of seeds that would decide the claim with 80% power (:func:`seeds_to_decide`),
+    ``None`` when no number would; ``seeds_reason`` says so in words."""
 
     name: str
     verdict: str
@@ -143,6 +165,9 @@ class Verdict:
     mde: float
     bias: tuple[BiasTest, ...] = field(default=())
     mde_holds: float = math.nan
+    p_smaller: float = math.nan
+    seeds_needed: int | None = None
+    seeds_reason: str = ""
 
 
 def _majority(reasons: Sequence[str | None]) -> str | None:
@@ -169,17 +194,111 @@ def decide(claims: Sequence[ClaimEvidence], alpha: float = 0.05, margin: float |
     if len(margins) != len(claims):
         raise ValueError(f"decide: {len(margins)} margins for {len(claims)} claims; give one margin or one per claim")
     p_holm = holm([c.effect.p_value for c in claims])
+    p_smaller = holm([smaller_than_target(c.effect, c.target) for c in claims])
     m = max(1, int(np.sum([math.isfinite(c.effect.p_value) for c in claims])))
     out = []
-    for c, ph, mg in zip(claims, p_holm, margins):
+    for c, ph, ps, mg in zip(claims, p_holm, p_smaller, margins):
         mde = minimum_detectable_effect(c.effect, alpha / m, power)
         mde_holds = holds_detectable_effect(c.effect, c.utility, alpha / m, mg, power)
-        v, why = _verdict(c, float(ph), mde, alpha, mg, mde_holds)
+        v, why = _verdict(c, float(ph), mde, alpha, mg, mde_holds, float(ps))
+        n_seeds, seeds_why = None, ""
+        if v == "inconclusive":
+            n_seeds, seeds_why = seeds_to_decide(c.effect, c.utility, c.target, alpha / m, mg, power)
+            why = f"{why}; {seeds_why}"
         if c.unchecked:  # decided without the baseline's bias test: never a bare "holds"
             v, why = ("inconclusive" if v == "holds" else v), f"{c.unchecked}; {why}"
         out.append(Verdict(c.name, v, why, c.effect, c.utility, c.paper_effect, float(ph), mde, tuple(c.bias),
-                           mde_holds))
+                           mde_holds, float(ps), n_seeds, seeds_why))
     return out
+
+
+def smaller_than_target(effect: Effect, target: float | None) -> float:
+    """p-value of "the reduction is at least ``target``" (``H0: μ ≤ target < 0``) against "it is smaller"
+    (``μ > target``), on the scale of the effect's two-sided interval: twice the one-sided Student-t tail on the
+    effect's df, so ``p < α`` exactly when the ``1 − α`` interval lies above ``target``. NaN without a target or a
+    variance estimate."""
+    if target is None or effect.df < 1 or not math.isfinite(effect.se):
+        return math.nan
+    if effect.se <= 0:
+        return 0.0 if effect.mean > target else 1.0
+    return min(1.0, float(2 * stats.t.sf((effect.mean - target) / effect.se, effect.df)))
+
+
+def _decides(n: float, effect: Effect, utility: Effect, target: float, alpha: float, margin: float, power: float,
+             rows: float = 1.0) -> bool:
+    """Whether ``n`` seeds (``inf``: infinitely many) on ``rows`` × the rows decide the claim with ``power``: with no
+    true change the inferiority test reads "does not hold" (its interval at ``alpha`` above ``target``), and with the
+    change ``target`` and no utility change "holds" (two-sided at ``alpha``, and the lower bound of the utility's 95%
+    interval ≥ −``margin``)."""
+    def se_df(e: Effect) -> tuple[float, float]:
+        per_seed = max(e.se ** 2 - e.shared, 0.0) * e.n_seeds
+        return math.sqrt((per_seed / n if math.isfinite(n) else 0.0) + e.shared / rows), \
+            (n - 1 if math.isfinite(n) else 1e9)
+    se, df = se_df(effect)
+    if se == 0:
+        return True
+    size = abs(target) / se
+    if size < stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df):
+        return False
+    se_u, df_u = se_df(utility)
+    p_util = 1.0 if se_u == 0 else float(stats.t.cdf(margin / se_u - stats.t.ppf(0.975, df_u), df_u))
+    return p_util > power and size >= stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power / p_util, df)
+
+
+def seeds_to_decide(effect: Effect, utility: Effect, target: float | None, alpha: float = 0.05, margin: float = 0.02,
+                    power: float = 0.8, max_seeds: int = 100_000) -> tuple[int | None, str]:
+    """How many seeds would decide a claim with ``power``: "holds" if the change ``target`` is real (and costs no
+    utility), "does not hold" if there is no change.
+
+    Planned from the claim's own variances (:attr:`Effect.shared`): with ``n`` seeds the effect's variance is
+    ``s²_d / n + c̄`` (``s²_d``: the per-seed spread, ``c̄``: the row noise every seed shares, which more seeds do not
+    shrink) on ``n − 1`` df, the utility's likewise. When ``c̄`` alone prevents a decision no number of seeds does;
+    the rows needed are then those on which the shared variance (scaled as 1 / rows) takes at most half of what
+    infinitely many seeds could afford, with the seeds needed on them.
+
+    Args:
+        effect, utility: the claim's effects.
+        target: the reduction to plan for (negative; ``ClaimEvidence.target``).
+        alpha: the level (the Bonferroni level ``alpha / m`` in a family).
+        margin: the utility margin.
+        power: the power wanted.
+        max_seeds: the largest number of seeds searched.
+
+    Returns:
+        ``(seeds, reason)``; ``seeds`` is ``None`` when no number of seeds (up to ``max_seeds``) decides the claim.
+    """
+    if target is None:
+        return None, "no paper effect or smallest effect of interest to plan seeds for"
+    if effect.df < 1 or not math.isfinite(effect.se) or utility.df < 1 or not math.isfinite(utility.se):
+        return None, "one seed: no seed-to-seed variance to plan seeds from"
+    args = (effect, utility, target, alpha, margin, power)
+
+    def smallest(rows: float = 1.0) -> int | None:
+        if not _decides(math.inf, *args, rows=rows):
+            return None
+        hi = 2
+        while not _decides(hi, *args, rows=rows):
+            if hi >= max_seeds:
+                return None
+            hi = min(2 * hi, max_seeds)
+        lo = max(2, hi // 2)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (mid + 1, hi) if not _decides(mid, *args, rows=rows) else (lo, mid)
+        return hi
+
+    what = f"{100 * abs(target):.1f} points: holds if real, does not hold if there is no change"
+    n = smallest()
+    if n is not None:
+        return n, f"{n} seeds would decide it with {100 * power:.0f}% power ({what})"
+    k = 1.0
+    while k < 1e6 and not _decides(math.inf, *args, rows=k / 2):
+        k *= 1.25
+    n_rows = max(effect.n_rows, utility.n_rows)
+    if k >= 1e6 or (n := smallest(k)) is None or not n_rows:
+        return None, "no number of seeds decides this on these rows"
+    return None, (f"no number of seeds decides this on these {n_rows:,} rows (their shared noise alone is too large); "
+                  f"about {math.ceil(k * n_rows):,} rows and {n} seeds would ({what})")
 
 
 def holds_detectable_effect(effect: Effect, utility: Effect, alpha: float = 0.05, margin: float = 0.02,
@@ -207,7 +326,7 @@ def holds_detectable_effect(effect: Effect, utility: Effect, alpha: float = 0.05
 
 
 def _verdict(c: ClaimEvidence, ph: float, mde: float, alpha: float, margin: float,
-             mde_holds: float = math.nan) -> tuple[str, str]:
+             mde_holds: float = math.nan, p_smaller: float = math.nan) -> tuple[str, str]:
     missing = [t.describe() for t in c.bias if not t.real]
     if missing:
         return "untestable", "no bias beyond chance: " + "; ".join(missing)
@@ -227,9 +346,11 @@ def _verdict(c: ClaimEvidence, ph: float, mde: float, alpha: float, margin: floa
             return "does not hold", f"the gap falls but utility drops by more than {100 * margin:.0f} points"
         return "inconclusive", (f"the gap falls (Holm p {ph:.3g}) but the utility interval reaches below "
                                 f"−{100 * margin:.0f} points")
-    if math.isfinite(paper) and mde_holds <= paper:
-        return "does not hold", (f"no significant change (Holm p {ph:.3g}) though {100 * mde_holds:.1f} points would "
-                                 f"read holds with 80% power, ≤ the paper's {100 * paper:.1f}")
+    if p_smaller < alpha:
+        than = (f"the paper's {100 * paper:.1f}" if math.isfinite(paper) else
+                f"the smallest effect of interest, {100 * abs(c.target):.1f}")
+        return "does not hold", (f"no significant change (Holm p {ph:.3g}); the reduction is significantly smaller "
+                                 f"than {than} points (Holm p {p_smaller:.3g})")
     if math.isfinite(mde_holds):
         return "inconclusive", (f"no significant change (Holm p {ph:.3g}); holds needs {100 * mde_holds:.1f} points"
                                 + (f" > the paper's {100 * paper:.1f}" if math.isfinite(paper) else ""))

@@ -336,15 +336,86 @@ def test_holds_detectable_effect_has_the_stated_power():
     assert holds_detectable_effect(one, util) == math.inf
 
 
-def test_does_not_hold_needs_a_design_that_could_have_read_holds():
+def test_does_not_hold_follows_from_the_effect_not_the_utility():
+    """A precise zero change against the paper's 4.5 points reads "does not hold" whatever the utility's noise (its
+    interval lies above −4.5); a change as large as the paper's does not."""
     e = C.paired_seed_comparison([0.30, 0.28, 0.35, 0.31, 0.29], [0.30, 0.29, 0.34, 0.31, 0.30])  # no change
     tight = C.paired_seed_comparison([0.8] * 5, [0.8, 0.801, 0.8, 0.799, 0.8])
     wide = C.paired_seed_comparison([0.8] * 5, [0.80, 0.77, 0.83, 0.78, 0.82])
-    v, = verdict_of(C.ClaimEvidence("tight", e, tight, -0.045))
-    assert v.verdict == "does not hold" and v.mde <= v.mde_holds <= 0.045
-    v, = verdict_of(C.ClaimEvidence("wide", e, wide, -0.045))  # the gap test alone could detect 4.5 points
-    assert v.mde <= 0.045 and v.mde_holds == math.inf
-    assert v.verdict == "inconclusive" and "cannot read holds" in v.reason and "| ∞ |" in C.verdict_row(v)
+    for util in (tight, wide):
+        v, = verdict_of(C.ClaimEvidence("zero", e, util, -0.045))
+        assert v.verdict == "does not hold" and e.lo > -0.045 and v.p_smaller < 0.05
+        assert "significantly smaller than the paper's 4.5 points" in v.reason and v.seeds_needed is None
+    assert v.mde <= 0.045 and v.mde_holds == math.inf and "| ∞ |" in C.verdict_row(v)   # the old rule: inconclusive
+    # no paper effect: the smallest effect of interest decides; neither: inconclusive
+    v, = verdict_of(C.ClaimEvidence("zero", e, wide, None, smallest_effect=0.045))
+    assert v.verdict == "does not hold" and "smallest effect of interest, 4.5" in v.reason
+    v, = verdict_of(C.ClaimEvidence("zero", e, wide))
+    assert v.verdict == "inconclusive" and math.isnan(v.p_smaller) and "no paper effect" in v.reason
+    # an interval that reaches the paper's effect: not "does not hold"
+    loose = C.paired_seed_comparison([0.30, 0.28, 0.35, 0.31, 0.29], [0.33, 0.24, 0.37, 0.25, 0.32])
+    assert loose.lo < -0.045 < loose.hi
+    v, = verdict_of(C.ClaimEvidence("loose", loose, tight, -0.045))
+    assert v.verdict == "inconclusive" and v.p_smaller >= 0.05
+
+
+def test_does_not_hold_is_rare_when_the_paper_is_right_and_found_when_it_is_not():
+    """5 seeds, per-seed changes N(μ, 3 points²), utility N(0, 3 points²) (wide): with μ = the paper's −4.5 points
+    "does not hold" comes out in at most α/2 of claims (one side of the 95% interval); with μ = 0 in most."""
+    rng = np.random.default_rng(21)
+    s, sd = 5, 0.03
+
+    def rate(mu: float, reps: int = 1500) -> float:
+        out = 0
+        for _ in range(reps):
+            e = C.paired_seed_comparison(np.zeros(s), mu + sd * rng.standard_normal(s))
+            u = C.paired_seed_comparison(np.zeros(s), 0.03 * rng.standard_normal(s))
+            out += verdict_of(C.ClaimEvidence("x", e, u, -0.045))[0].verdict == "does not hold"
+        return out / reps
+
+    right, wrong = rate(-0.045), rate(0.0, 400)
+    assert right <= 0.025 + 2 * math.sqrt(0.025 * 0.975 / 1500)
+    assert wrong > 0.3
+
+
+def test_seeds_needed_has_the_stated_power():
+    """A literal simulation at the predicted number of seeds: per-seed changes N(μ, 3 points²), utility N(0,
+    0.5 points²), paper effect −4.5 points: "holds" when μ = −4.5 and "does not hold" when μ = 0 each in ≥ 80% − noise of
+    claims, and one seed fewer falls short on one of them."""
+    sd, tau = 0.03, 0.005
+    e = C.paired_seed_comparison(np.zeros(3), sd * np.array([-1.0, 0.0, 1.0]))
+    u = C.paired_seed_comparison(np.zeros(3), tau * np.array([-1.0, 0.0, 1.0]))
+    v, = verdict_of(C.ClaimEvidence("x", e, u, -0.045))
+    assert v.verdict == "inconclusive" and v.seeds_needed is not None and f"{v.seeds_needed} seeds" in v.reason
+    n = v.seeds_needed
+    assert n == C.seeds_to_decide(e, u, -0.045)[0] and n > 3
+    rng = np.random.default_rng(22)
+
+    def power(k: int, mu: float, want: str, reps: int = 1500) -> float:
+        d = mu + sd * rng.standard_normal((reps, k))
+        w = tau * rng.standard_normal((reps, k))
+        hits = 0
+        for di, wi in zip(d, w):
+            ev = C.ClaimEvidence("x", C.paired_seed_comparison(np.zeros(k), di),
+                                 C.paired_seed_comparison(np.zeros(k), wi), -0.045)
+            hits += verdict_of(ev)[0].verdict == want
+        return hits / reps
+
+    at_n = (power(n, -0.045, "holds"), power(n, 0.0, "does not hold"))
+    assert min(at_n) >= 0.8 - 0.035 and min(at_n) <= 0.92
+    assert min(power(n - 1, -0.045, "holds"), power(n - 1, 0.0, "does not hold")) < 0.8 + 0.02
+
+
+def test_shared_row_noise_that_seeds_cannot_shrink_asks_for_rows():
+    e = C.Effect(0.0, -0.05, 0.05, 1.0, 0.025, 2, 3, 2000, shared=0.02 ** 2)   # the rows' part alone: 2 points
+    u = C.paired_seed_comparison(np.zeros(3), 0.001 * np.array([-1.0, 0.0, 1.0]))
+    n, why = C.seeds_to_decide(e, u, -0.045)
+    assert n is None and why.startswith("no number of seeds decides this on these 2,000 rows")
+    rows = int(why.split("about ")[1].split(" rows")[0].replace(",", ""))
+    assert rows > 2000
+    more = C.Effect(0.0, -0.05, 0.05, 1.0, 0.025, 2, 3, rows, shared=0.02 ** 2 * 2000 / rows)
+    assert C.seeds_to_decide(more, u, -0.045)[0] is not None
+    assert C.seeds_to_decide(e, u, None)[0] is None
 
 
 def test_pooled_bias_screen_is_one_test_over_test_and_validation_rows():
