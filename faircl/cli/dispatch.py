@@ -171,7 +171,8 @@ def is_usage_error(err: BaseException) -> bool:
 
 
 def _chain(err: BaseException) -> list[BaseException]:
-    """``err`` and the exceptions it was raised from or while handling (``__cause__`` / ``__context__``), outer first."""
+    """``err`` and the exceptions it was raised from or while handling (``__cause__`` / ``__context__``), outer
+    first."""
     chain: list[BaseException] = []
     while err is not None and all(err is not seen for seen in chain):
         chain.append(err)

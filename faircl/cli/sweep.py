@@ -7,11 +7,11 @@ Each trial samples the searched arguments with Optuna's sampler (``--sampler``, 
 objective, NSGA-II for several) and runs, for every seed, ``faircl fit`` then ``faircl test --ckpt_path best`` in a
 child process (``faircl.cli.trial``) whose run folder ``<out>/trials/trial_<nnnn>/seed_<s>/lightning_logs/...``
 (``trial_0000/seed_0``: the trial number in four digits) holds exactly what those commands write (config, checkpoints,
-metrics, report). The objective values are the validation
-metrics of the selected (best) checkpoint, averaged over the seeds; their per-seed values and standard deviation are
-kept as trial attributes and in ``trial.json``. One objective: a single-objective study, pruned by Optuna's Lightning
-pruning callback on that validation metric (first seed; ``--pruner none`` turns it off). Several: a multi-objective
-study whose Pareto front is Optuna's (``study.best_trials``).
+metrics, report). The objective values are the validation metrics of the selected (best) checkpoint, averaged over the
+seeds; their per-seed values and standard deviation are kept as trial attributes and in ``trial.json``. One
+objective: a single-objective study, pruned by Optuna's Lightning pruning callback on that validation metric (first
+seed; ``--pruner none`` turns it off). Several: a multi-objective study whose Pareto front is Optuna's
+(``study.best_trials``).
 
 Storage: ``<out>/study.db`` (SQLite, nothing to start) or ``--storage <database URL>``. A second ``faircl sweep
 --out DIR --resume`` (on this machine or any sharing the storage and the folder) adds a worker; ``--trials N`` is the
@@ -148,7 +148,8 @@ def sweep_parser() -> SweepParser:
     p.add_argument("--storage", type=str, help="a database URL shared by the workers; unset: sqlite:///<out>/study.db")
     p.add_argument("--study", type=str, help="the study's name; unset: the sweep folder's name")
     p.add_argument("--resume", action="store_true", help="continue the sweep in --out, or join it as a worker")
-    p.add_argument("--sampler", choices=sorted(SAMPLERS), help="Optuna sampler; unset: TPE for one objective, NSGA-II for several")
+    p.add_argument("--sampler", choices=sorted(SAMPLERS),
+                   help="Optuna sampler; unset: TPE for one objective, NSGA-II for several")
     p.add_argument("--sampler_seed", type=int, help="seed of the sampler")
     p.add_argument("--pruner", choices=("median", "none"), help="prune unpromising trials (one objective only); "
                                                                  "unset: median for one objective")
