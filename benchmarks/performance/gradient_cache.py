@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_timing.py, shared with startup.py
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing.py
 import _timing as T
 
 IN_DIM, WIDTH, DEPTH, OUT_DIM = 256, 1024, 8, 128
@@ -125,7 +125,7 @@ def method_table(chunk: int) -> str:
 
 
 def _load_note(results: list[tuple[str, dict]]) -> str:
-    """Load average and runnable tasks at the end of each step (benchmarks/_timing.py), and whether any was busy."""
+    """Load average and runnable tasks at the end of each step (benchmarks/performance/_timing.py), and whether any was busy."""
     seen = [r.get("load", (float("nan"), -1)) for _, r in results]
     busy = any(run > T.cores() or load > T.cores() for load, run in seen)
     cells = ", ".join(f"{load:.1f} / {run}" for load, run in seen)

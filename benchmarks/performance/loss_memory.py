@@ -25,7 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_timing.py, shared with startup.py
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing.py
 import _timing as T
 
 TAU = 0.1
@@ -115,7 +115,7 @@ def to_markdown(rows: dict, sizes: list[int], dim: int, threads: int, repeats: t
 
 
 def _load_note(rows: dict) -> str:
-    """Highest load average / runnable tasks seen by the children (benchmarks/_timing.py), and whether it was busy."""
+    """Highest load average / runnable tasks seen by the children (benchmarks/performance/_timing.py), and whether it was busy."""
     seen = [r.get("load", (float("nan"), -1)) for r in rows.values()]
     load, run = max(v[0] for v in seen), max(v[1] for v in seen)
     busy = run > T.cores() or load > T.cores()

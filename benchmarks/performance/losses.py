@@ -4,7 +4,7 @@ The floor is ``logsumexp(z @ z.T / τ, dim=1).sum()`` forward+backward: every so
 ``[B, d]`` batch must at least do this. Times are CPU time of the process (``time.process_time``; run with
 ``--threads 1`` so it is the work done, little disturbed by other load on the machine). As written it spends one extra ``[B, B]`` pass on the division; the
 "tight floor" scales ``z`` first (``[B, d]``), which is what the faircl losses do, so both are shown. All functions run interleaved in the same process
-(``benchmarks/_timing.py``: rotated rounds, median of ``--repeats``, load average beside every figure) so the ratios
+(``benchmarks/performance/_timing.py``: rotated rounds, median of ``--repeats``, load average beside every figure) so the ratios
 are measured side by side under the same machine load.
 
     python benchmarks/performance/losses.py                     # B = 512, 2048, 4096; d = 128
@@ -21,7 +21,7 @@ from typing import Callable
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_timing.py, shared with startup.py
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing.py
 import _timing as T
 
 from faircl.losses import cs_infonce_loss, fcl_loss, nt_xent_loss, supcon_loss
@@ -108,7 +108,7 @@ def to_markdown(rows: list[tuple[int, str, float, float]], dim: int, repeats: in
     meta = (
         f"d = {dim}, τ = {TAU}, 10 classes, 2 groups, float32 on CPU, torch {torch.__version__}, "
         f"{threads} thread(s); CPU time (process_time), median of {repeats} interleaved rounds after a warm-up round "
-        "(benchmarks/_timing.py); ratio = median over rounds of time / floor time in the same round. "
+        "(benchmarks/performance/_timing.py); ratio = median over rounds of time / floor time in the same round. "
         f"{T.machine_line(T.machine())} {T.busy_note(BUSY)}"
     )
     notes = (

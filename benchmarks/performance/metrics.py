@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/_timing.py, shared with startup.py
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _timing.py
 import _timing as T
 
 from faircl.metrics import GroupFairness, GroupRecallAtK

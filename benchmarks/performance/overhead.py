@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/performance/overhead.py [--rounds 5] [--encoders mlp,tokens,timm] [--quick] [--out FILE]
 
-For each encoder, one run times side by side (interleaved rounds through :mod:`benchmarks._timing`):
+For each encoder, one run times side by side (interleaved rounds through ``benchmarks/performance/_timing.py``):
 
 * **plain loop**: the CE model (the same encoder and classifier modules, same initialisation) trained by a bare
   PyTorch loop: ``x[rows]`` → model → ``cross_entropy`` → Adam, over the same data in the same batch order (the
@@ -47,7 +47,7 @@ from torch.utils.data import default_collate
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))  # _timing.py, shared with startup.py
+sys.path.insert(0, str(ROOT / "benchmarks" / "performance"))  # _timing.py
 
 import _timing as T  # noqa: E402
 

@@ -376,7 +376,7 @@ README_HOMES = {
     "Scaling out: closing the process group": ("guides/scaling.md", "end_distributed()"),
     "Security: same seed, same weights": ("guides/security.md", "Same seed, same weights"),
     "Security: configs": ("guides/security.md", "yaml.safe_load"),
-    "Results: timing harness": ("benchmarks/index.md", "benchmarks/_timing.py"),
+    "Results: timing harness": ("benchmarks/index.md", "benchmarks/performance/_timing.py"),
 }
 
 

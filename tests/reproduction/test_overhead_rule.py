@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "performance"))
 import _timing as T
 import overhead

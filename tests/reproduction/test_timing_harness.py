@@ -1,4 +1,4 @@
-"""The benchmarks' timing harness (``benchmarks/_timing.py``): rotated interleaved rounds, warm-up not counted,
+"""The benchmarks' timing harness (``benchmarks/performance/_timing.py``): rotated interleaved rounds, warm-up not counted,
 self-timed contenders, medians and paired ratios, and the busy mark from the load beside every figure."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "performance"))
 import _timing as T
 
 
