@@ -261,13 +261,15 @@ def write_results(out: Path, rows: list[ClaimRow], skipped: list[tuple[str, str]
         w = csv.writer(fh)
         w.writerow(["protocol", "control", "claim", "verdict", "gap", "baseline", "method", "seeds",
                     "baseline_gap", "method_gap", "effect", "effect_lo", "effect_hi", "paper_effect",
-                    "utility_change", "utility_lo", "utility_hi", "p_holm", "mde", "from_rows", "reason"])
+                    "utility_change", "utility_lo", "utility_hi", "p_holm", "mde", "seeds_needed", "from_rows",
+                    "reason"])
         for r in rows:
             v = r.verdict
             w.writerow([r.protocol, r.control, r.claim, v.verdict, r.gap, r.baseline, r.method,
                         " ".join(map(str, r.seeds)), r.baseline_gap, r.method_gap, v.effect.mean, v.effect.lo,
                         v.effect.hi, "" if v.paper_effect is None else v.paper_effect, v.utility.mean,
-                        v.utility.lo, v.utility.hi, v.p_holm, v.mde, r.from_rows, v.reason])
+                        v.utility.lo, v.utility.hi, v.p_holm, v.mde,
+                        "" if v.seeds_needed is None else v.seeds_needed, r.from_rows, v.reason])
     png = _plot(out / "tradeoff.png", rows) if rows else None
     return md_path, csv_path, png
 

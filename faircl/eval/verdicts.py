@@ -487,13 +487,15 @@ def leakage_bias_tests(test_leakage: Sequence[float], test_a, val_leakage: Seque
 
 def verdict_row(v: Verdict) -> str:
     """One markdown row: claim | paper effect | measured effect [95%] | Holm p | MDE | holds-MDE | utility change |
-    bias | verdict (columns of :data:`VERDICT_HEADER`)."""
+    bias | seeds needed (inconclusive claims: to decide it with 80% power; "—" otherwise or when no number of seeds
+    would) | verdict (columns of :data:`VERDICT_HEADER`)."""
     paper = "—" if v.paper_effect is None else f"{100 * v.paper_effect:+.1f}"
     bias = "; ".join(t.describe() for t in v.bias) or "not checked"
     name = v.name.replace("|", "\\|")
     return (f"| {name} | {paper} | {v.effect.fmt()} | {v.p_holm:.3g} | {_pts(v.mde)} | {_pts(v.mde_holds)} | "
-            f"{v.utility.fmt()} | {bias} | **{v.verdict}** ({v.reason}; {v.effect.n_seeds} seeds) |")
+            f"{v.utility.fmt()} | {bias} | {'—' if v.seeds_needed is None else v.seeds_needed} | "
+            f"**{v.verdict}** ({v.reason}; {v.effect.n_seeds} seeds) |")
 
 
 VERDICT_HEADER = ["| claim | paper effect | our effect [95% CI] | Holm p | MDE | holds-MDE | utility change [95% CI] | "
-                  "baseline bias vs null | verdict |", "|---|---|---|---|---|---|---|---|---|"]
+                  "baseline bias vs null | seeds needed | verdict |", "|---|---|---|---|---|---|---|---|---|---|"]

@@ -288,8 +288,9 @@ def test_planted_reduction_holds_and_worsening_is_contradicted():
     held, worse = verdict_of(planted_claim("reduction", 0.3, 0.05, n=3000), planted_claim("worsening", 0.3, 0.5, seed=1))
     assert held.verdict == "holds" and held.effect.hi < 0 and held.paper_effect == -0.045
     assert worse.verdict == "contradicted" and worse.effect.lo > 0
-    assert C.verdict_row(held).count("|") == 10 == C.VERDICT_HEADER[0].count("|") and "-4.5" in C.verdict_row(held)
-    assert C.VERDICT_HEADER[1].count("|") == 10 and held.mde_holds >= held.mde
+    assert C.verdict_row(held).count("|") == 11 == C.VERDICT_HEADER[0].count("|") and "-4.5" in C.verdict_row(held)
+    assert C.VERDICT_HEADER[1].count("|") == 11 and held.mde_holds >= held.mde
+    assert held.seeds_needed is None and "| — |" in C.verdict_row(held)
 
 
 def test_near_constant_method_on_an_86_percent_majority_split_is_degenerate():
@@ -387,6 +388,7 @@ def test_seeds_needed_has_the_stated_power():
     u = C.paired_seed_comparison(np.zeros(3), tau * np.array([-1.0, 0.0, 1.0]))
     v, = verdict_of(C.ClaimEvidence("x", e, u, -0.045))
     assert v.verdict == "inconclusive" and v.seeds_needed is not None and f"{v.seeds_needed} seeds" in v.reason
+    assert f"| {v.seeds_needed} | **inconclusive**" in C.verdict_row(v)
     n = v.seeds_needed
     assert n == C.seeds_to_decide(e, u, -0.045)[0] and n > 3
     rng = np.random.default_rng(22)
