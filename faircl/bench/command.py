@@ -55,8 +55,9 @@ def _quick_seeds() -> str:
 
 
 def _parser() -> ArgumentParser:
-    import faircl.methods  # noqa: F401  (the built-in methods, found by name: --method ConFair)
-    from faircl.methods.base import FairModule
+    # deferred: torch and Lightning, only once a bench is parsed (--list needs neither the methods nor the parser)
+    import faircl.methods  # noqa: F401  # deferred: torch; the built-in methods, found by name (--method ConFair)
+    from faircl.methods.base import FairModule  # deferred: torch and Lightning
 
     p = ArgumentParser(
         prog="faircl bench", exit_on_error=False,
