@@ -62,6 +62,7 @@ class Outcome:
     u_se: float
     u_lo: float
     u_hi: float
+    seeds_needed: int | None = None
 
 
 def _split(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -94,7 +95,7 @@ def evidence(d: Design, rng: np.random.Generator, name: str = "claim", *, n_perm
 def outcome(ev, v) -> Outcome:
     return Outcome(v.verdict, all(t.real for t in ev.bias), ev.effect.mean, ev.effect.se, ev.effect.df,
                    ev.effect.p_value, v.p_holm, v.mde, float(getattr(v, "mde_holds", math.nan)), ev.utility.mean,
-                   ev.utility.se, ev.utility.lo, ev.utility.hi)
+                   ev.utility.se, ev.utility.lo, ev.utility.hi, v.seeds_needed)
 
 
 def replicate(d: Design, reps: int, seed: int, **kw) -> list[Outcome]:

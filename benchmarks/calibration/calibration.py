@@ -30,7 +30,8 @@ from _calibration_sim import (ALPHA, Design, ItemDesign, Outcome, family, item_r
 
 SEEDS = (3, 5, 8)
 SHIFTS = (0.0, 0.05, 0.09)
-FULL = dict(nobias=60, null=400, shift=700, graded=80, utility=60, holm=50, screen=150, null_screen=400)
+FULL = dict(nobias=60, null=400, shift=700, graded=80, utility=60, holm=50, screen=150, null_screen=400,
+            at_paper=150, pilot=80, planned=300)
 QUICK_REPS = (250, 600)          # 3 seeds: no shift (sd/se), shift 9 points (tail)
 LEAN = dict(n_permutations=100, n_bootstrap=200)
 ITEM_SHIFTS = (0.0, 0.04, 0.08)
@@ -95,6 +96,8 @@ def items(reps: dict, seed: int = 5) -> list[str]:
           "encoder and trained seeds whose share moves by N(0, shift²) (`_calibration_sim.ItemDesign`), decided by "
           f"`paired_item_bootstrap` with {ITEM_BOOT} item resamples; every replicate draws new items. True effect 0.",
           "", *ITEM_HEADER]
+    if _RECORD is not None:     # the dry pass of run_parallel: these cells are computed in the final pass
+        return md
     for s in SEEDS:
         for shift in ITEM_SHIFTS:
             n = reps["still"] if shift == 0 else reps["shift"]
@@ -168,20 +171,20 @@ def _cost(key) -> float:
     return key[2] * d.seeds if key[0] == "r" else key[4] * (key[3] + 1) * d.seeds
 
 
-def run_parallel(reps: dict, jobs: int) -> list[str]:
+def run_parallel(reps: dict, jobs: int, item_reps: dict = ITEM_FULL) -> list[str]:
     """:func:`full` with its cells computed by ``jobs`` processes (the same numbers: every cell is seeded)."""
     global _RECORD
     _RECORD = []
-    full(reps)
+    full(reps, item_reps=item_reps)
     keys, _RECORD = sorted(set(_RECORD), key=_cost, reverse=True), None
     import multiprocessing as mp
     with mp.get_context("fork").Pool(jobs) as pool:
         for k, v in zip(keys, pool.map(_compute, keys, chunksize=1)):
             _CACHE[k] = v
-    return full(reps)
+    return full(reps, item_reps=item_reps)
 
 
-def full(reps: dict, seed: int = 1) -> list[str]:
+def full(reps: dict, seed: int = 1, item_reps: dict = ITEM_FULL) -> list[str]:
     md = []
     # 1. no bias
     md += ["## No bias at all", "", "Baseline and method have no TPR gap; no claim should be testable.", "",
@@ -251,6 +254,39 @@ def full(reps: dict, seed: int = 1) -> list[str]:
     md += screen_rows(reps["screen"], seed)
     nb = _replicate(Design(seeds=5, bias=0.0), reps["null_screen"], seed + 999, **LEAN)
     md += ["", f"No bias at 5 seeds passes the screen in {rate(_k(nb, lambda o: o.testable), len(nb))} of protocols."]
+    md += deciding(reps)
+    md += ["", *items(item_reps)]
+    return md
+
+
+def deciding(reps: dict, seed: int = 3) -> list[str]:
+    """"Does not hold" when the paper is right, and the seeds an inconclusive verdict asks for, checked."""
+    md = ["", "## \"Does not hold\" when the method has the paper's effect", "",
+          "The method lowers the gap by exactly the paper's 4.5 points (no seed shift). \"Does not hold\" (its "
+          "interval lies above −4.5 points) should come out in at most α/2 = 2.5% of claims; with no effect at all "
+          "(the seed-shift table's cells without shift) it is the verdict the rule should reach.", "",
+          "| seeds | true effect | verdicts |", "|---|---|---|"]
+    for s in SEEDS:
+        for e in (-0.045, 0.0):
+            outs = _replicate(Design(seeds=s, effect=e), reps["at_paper"], seed + 31 * s + int(-1000 * e), **LEAN)
+            md.append(f"| {s} | {100 * e:+.1f} | {_verdicts(outs)} |")
+    pilot_design = Design(seeds=3, effect=-0.045, shift=0.03)
+    pilot = _replicate(pilot_design, reps["pilot"], seed + 501, **LEAN)
+    asked = [o.seeds_needed for o in pilot if o.verdict == "inconclusive" and o.seeds_needed is not None]
+    n = int(np.median(asked)) if asked else 5
+    real = _replicate(Design(seeds=n, effect=-0.045, shift=0.03), reps["planned"], seed + 502, **LEAN)
+    none = _replicate(Design(seeds=n, effect=0.0, shift=0.03), reps["planned"], seed + 503, **LEAN)
+    k_real, k_none = _k(real, lambda o: o.verdict == "holds"), _k(none, lambda o: o.verdict == "does not hold")
+    md += ["", "## The seeds an inconclusive verdict asks for", "",
+           "Pilot: 3 seeds, the paper's effect (−4.5 points), seed shifts of 3 points; each inconclusive verdict "
+           "says how many seeds would decide it with 80% power (\"holds\" if the effect is real, \"does not hold\" "
+           f"if there is none). The median over {len(asked)} inconclusive pilot claims (of {len(pilot)}; "
+           f"quartiles {np.percentile(asked, 25) if asked else math.nan:.0f}–"
+           f"{np.percentile(asked, 75) if asked else math.nan:.0f}) is run; the smaller of the two rates should be "
+           "80% ± 10% (the number is the smallest that reaches 80% on both sides, so the other side may exceed it).",
+           "", f"- seeds asked for (median): {n}",
+           f"- effect −4.5 points, {n} seeds: holds {rate(k_real, len(real))}",
+           f"- no effect, {n} seeds: does not hold {rate(k_none, len(none))}"]
     return md
 
 
@@ -281,7 +317,8 @@ def main(argv=None) -> None:
         md += [_item_row(f"3 seeds, shift {100 * s:.0f}", t) for s, t in item_quick().items()]
     else:
         reps = {k: max(10, int(round(v * args.scale))) for k, v in FULL.items()}
-        md = run_parallel(reps, args.jobs) if args.jobs > 1 else full(reps)
+        item_reps = {k: max(10, int(round(v * args.scale))) for k, v in ITEM_FULL.items()}
+        md = run_parallel(reps, args.jobs, item_reps) if args.jobs > 1 else full(reps, item_reps=item_reps)
     wall = time.time() - t0
     head = ["# Calibration of the verdict rule", "",
             "Regenerate: `OMP_NUM_THREADS=1 .venv/bin/python benchmarks/calibration/calibration.py"
