@@ -48,7 +48,8 @@ from torch.nn import functional as F
 from faircl._checks import check_same_length
 from faircl.data.counterfactual import CDA, AttributeLexicon, make_cda_tuples, read_texts, read_tuple_file
 from faircl.eval.report import print_report, write_report
-from faircl.eval.text_encoder import SPECIAL_TOKENS, TextEmbedder, save_random_bert
+from faircl.eval.text_encoder import TextEmbedder
+from faircl.eval.text_encoder import save_random_bert as save_random_bert  # re-exported: eb.save_random_bert
 from faircl.metrics.embedding import cced
 from faircl.metrics.probes import cross_val_probe
 from faircl.eval.bias_datasets import (

@@ -1,7 +1,7 @@
 """The statistics behind :mod:`faircl.eval.verdicts`: vectorised group-fairness gaps from confusion counts, the
 attribute-permutation null, the seed × row paired bootstrap, Holm–Bonferroni and the gap test's minimum detectable
 effect. All values are fractions (0.045 = 4.5 points). No verdict is decided here: the rule (and the power of its
-"holds", :func:`faircl.eval.verdicts.holds_detectable_effect`) is :mod:`faircl.eval.verdicts`.
+"holds", :func:`faircl.eval.power.holds_detectable_effect`) is :mod:`faircl.eval.verdicts`.
 
 **The paired effect's variance: a two-way decomposition of the seeds × rows design.** The change of seed ``s``
 measured on the test rows is ``d_s = μ + α_s + β + γ_s``: ``α_s`` is the seed's training noise (what another seed
@@ -27,7 +27,7 @@ detectable effects use the same df, so the price (a wide interval with 3 seeds) 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np

@@ -66,6 +66,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
+from faircl.eval.power import holds_detectable_effect, seeds_to_decide
 from faircl.eval.statistics import (GAP_METRICS, BiasTest, Effect, bias_is_real, confusion_from_rows,
                                     gap_from_confusion, holm, leakage_null, minimum_detectable_effect,
                                     paired_bootstrap, paired_seed_comparison, permutation_null)
@@ -222,107 +223,6 @@ def smaller_than_target(effect: Effect, target: float | None) -> float:
     if effect.se <= 0:
         return 0.0 if effect.mean > target else 1.0
     return min(1.0, float(2 * stats.t.sf((effect.mean - target) / effect.se, effect.df)))
-
-
-def _decides(n: float, effect: Effect, utility: Effect, target: float, alpha: float, margin: float, power: float,
-             rows: float = 1.0) -> bool:
-    """Whether ``n`` seeds (``inf``: infinitely many) on ``rows`` × the rows decide the claim with ``power``: with no
-    true change the inferiority test reads "does not hold" (its interval at ``alpha`` above ``target``), and with the
-    change ``target`` and no utility change "holds" (two-sided at ``alpha``, and the lower bound of the utility's 95%
-    interval ≥ −``margin``)."""
-    def se_df(e: Effect) -> tuple[float, float]:
-        per_seed = max(e.se ** 2 - e.shared, 0.0) * e.n_seeds
-        return math.sqrt((per_seed / n if math.isfinite(n) else 0.0) + e.shared / rows), \
-            (n - 1 if math.isfinite(n) else 1e9)
-    se, df = se_df(effect)
-    if se == 0:
-        return True
-    size = abs(target) / se
-    if size < stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df):
-        return False
-    se_u, df_u = se_df(utility)
-    p_util = 1.0 if se_u == 0 else float(stats.t.cdf(margin / se_u - stats.t.ppf(0.975, df_u), df_u))
-    return p_util > power and size >= stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power / p_util, df)
-
-
-def seeds_to_decide(effect: Effect, utility: Effect, target: float | None, alpha: float = 0.05, margin: float = 0.02,
-                    power: float = 0.8, max_seeds: int = 100_000) -> tuple[int | None, str]:
-    """How many seeds would decide a claim with ``power``: "holds" if the change ``target`` is real (and costs no
-    utility), "does not hold" if there is no change.
-
-    Planned from the claim's own variances (:attr:`Effect.shared`): with ``n`` seeds the effect's variance is
-    ``s²_d / n + c̄`` (``s²_d``: the per-seed spread, ``c̄``: the row noise every seed shares, which more seeds do not
-    shrink) on ``n − 1`` df, the utility's likewise. When ``c̄`` alone prevents a decision no number of seeds does;
-    the rows needed are then those on which the shared variance (scaled as 1 / rows) takes at most half of what
-    infinitely many seeds could afford, with the seeds needed on them.
-
-    Args:
-        effect, utility: the claim's effects.
-        target: the reduction to plan for (negative; ``ClaimEvidence.target``).
-        alpha: the level (the Bonferroni level ``alpha / m`` in a family).
-        margin: the utility margin.
-        power: the power wanted.
-        max_seeds: the largest number of seeds searched.
-
-    Returns:
-        ``(seeds, reason)``; ``seeds`` is ``None`` when no number of seeds (up to ``max_seeds``) decides the claim.
-    """
-    if target is None:
-        return None, "no paper effect or smallest effect of interest to plan seeds for"
-    if effect.df < 1 or not math.isfinite(effect.se) or utility.df < 1 or not math.isfinite(utility.se):
-        return None, "one seed: no seed-to-seed variance to plan seeds from"
-    args = (effect, utility, target, alpha, margin, power)
-
-    def smallest(rows: float = 1.0) -> int | None:
-        if not _decides(math.inf, *args, rows=rows):
-            return None
-        hi = 2
-        while not _decides(hi, *args, rows=rows):
-            if hi >= max_seeds:
-                return None
-            hi = min(2 * hi, max_seeds)
-        lo = max(2, hi // 2)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            lo, hi = (mid + 1, hi) if not _decides(mid, *args, rows=rows) else (lo, mid)
-        return hi
-
-    what = f"{100 * abs(target):.1f} points: holds if real, does not hold if there is no change"
-    n = smallest()
-    if n is not None:
-        return n, f"{n} seeds would decide it with {100 * power:.0f}% power ({what})"
-    k = 1.0
-    while k < 1e6 and not _decides(math.inf, *args, rows=k / 2):
-        k *= 1.25
-    n_rows = max(effect.n_rows, utility.n_rows)
-    if k >= 1e6 or (n := smallest(k)) is None or not n_rows:
-        return None, "no number of seeds decides this on these rows"
-    return None, (f"no number of seeds decides this on these {n_rows:,} rows (their shared noise alone is too large); "
-                  f"about {math.ceil(k * n_rows):,} rows and {n} seeds would ({what})")
-
-
-def holds_detectable_effect(effect: Effect, utility: Effect, alpha: float = 0.05, margin: float = 0.02,
-                            power: float = 0.8) -> float:
-    """Smallest reduction that reads "holds" with probability ``power`` if the method cost no utility: the power of
-    the rule of :func:`decide`.
-
-    "Holds" needs a significant reduction (two-sided at ``alpha``) **and** a utility interval whose lower bound is
-    ≥ −``margin``. With no true utility change the latter has probability ``P_u = F_{t,df_u}((margin − h_u) / se_u)``
-    (``h_u``: the utility interval's half-width); the two are taken as independent, so the gap test needs power
-    ``power / P_u``: ``(t_{1−α/2} + t_{power / P_u}) · se`` with the effect's df. Infinite when ``P_u < power`` (the
-    utility interval is too wide for "holds" to reach that power, whatever the effect) or either side has no
-    variance estimate (one seed).
-    """
-    if effect.df < 1 or not math.isfinite(effect.se) or utility.df < 1 or not math.isfinite(utility.se):
-        return math.inf
-    half = utility.mean - utility.lo
-    if utility.se > 0:
-        p_util = float(stats.t.cdf((margin - half) / utility.se, utility.df))
-    else:
-        p_util = 1.0 if margin >= 0 else 0.0
-    if p_util <= power:
-        return math.inf
-    return float((stats.t.ppf(1 - alpha / 2, effect.df) + stats.t.ppf(power / p_util, effect.df)) * effect.se)
 
 
 def _verdict(c: ClaimEvidence, ph: float, mde: float, alpha: float, margin: float,
