@@ -43,14 +43,21 @@ def load_grid(suite: str, need: tuple[str, ...] = ("methods",), folder: Path = G
     return grid
 
 
-def stage1_epochs(grid: dict[str, Any], method: dict[str, Any], epochs: int) -> dict[str, Any]:
-    """A method's arguments for a budget of ``epochs``: with ``stage1_from_share``, ``stage1_epochs`` set to
-    ``round(grid["stage1_share"] * epochs)`` (the grid's share of the budget spent on stage 1)."""
+def stage1_epochs(method: dict[str, Any], protocols: list[Any]) -> dict[str, Any]:
+    """A method's arguments on ``protocols`` (the resolved protocols of one invocation): with ``stage1_from_share``,
+    ``stage1_epochs`` is the protocols' rule, ``round(stage1_share * max_epochs)``; a protocol without the rule, or
+    protocols whose stage-1 budgets differ, stop the script with one line."""
     args = dict(method["init_args"])
-    if method.get("stage1_from_share"):
-        if "stage1_share" not in grid:
-            raise SystemExit("grid: missing key 'stage1_share' (a method has stage1_from_share)")
-        args["stage1_epochs"] = round(float(grid["stage1_share"]) * epochs)
+    if not method.get("stage1_from_share"):
+        return args
+    budgets = {}
+    for p in protocols:
+        if p.stage1_share is None:
+            raise SystemExit(f"{p.source}: no stage1_share, which a method with stage1_from_share needs")
+        budgets[p.name] = round(float(p.stage1_share) * int(p.trainer["max_epochs"]))
+    if len(set(budgets.values())) != 1:
+        raise SystemExit(f"one invocation's protocols give different stage-1 budgets: {budgets}")
+    args["stage1_epochs"] = next(iter(budgets.values()))
     return args
 
 

@@ -35,13 +35,16 @@ sys.path.insert(0, str(HERE))
 from _bench_grid import (bench_command, bench_rows, bench_wall, fmt, grid_parser, listed, load_grid,  # noqa: E402
                          run_all, shown, slug, stage1_epochs, use_shared_data)
 
+from faircl.bench.spec import load_suite  # noqa: E402
+
 OUT = HERE / "results" / "text_bench.md"
-GRID = load_grid("text", ("stage1_share", "parts", "methods"))
-#: part: (protocols, epochs); every part's `_dto` twin runs its protocols' `_dto` versions (no permuted control)
-PARTS: dict[str, tuple[tuple[str, ...], int]] = {name: (tuple(p["protocols"]), int(p["epochs"]))
-                                                 for name, p in GRID["parts"].items()}
-PARTS.update({f"{part}_dto": (tuple(f"{p}_dto" for p in protocols if not p.endswith("_permuted")), epochs)
-              for part, (protocols, epochs) in list(PARTS.items())})
+GRID = load_grid("text", ("parts", "methods"))
+#: part: its protocols; every part's `_dto` twin runs its protocols' `_dto` versions (no permuted control)
+PARTS: dict[str, tuple[str, ...]] = {name: tuple(p["protocols"]) for name, p in GRID["parts"].items()}
+PARTS.update({f"{part}_dto": tuple(f"{p}_dto" for p in protocols if not p.endswith("_permuted"))
+              for part, protocols in list(PARTS.items())})
+#: the suite's protocols by name (their stage-1 rule sets a two-stage method's budget)
+PROTOCOLS = {p.name: p for p in load_suite("text")}
 #: label: the grid's entry of the method (class, init_args, parts, stage1_from_share)
 METHODS: dict[str, dict] = GRID["methods"]
 
@@ -62,9 +65,9 @@ def invocations(names: list[str], parts: list[str]) -> dict[str, tuple[str, str,
         for part in method_parts(label):
             if parts and part not in parts:
                 continue
-            protocols, epochs = PARTS[part]
-            out[label if part == "shen" else f"{label} · {part}"] = (label, method["class"], list(protocols),
-                                                                     stage1_epochs(GRID, method, epochs), part)
+            protocols = list(PARTS[part])
+            args = stage1_epochs(method, [PROTOCOLS[p] for p in protocols])
+            out[label if part == "shen" else f"{label} · {part}"] = (label, method["class"], protocols, args, part)
     return out
 
 

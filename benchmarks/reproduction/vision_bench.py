@@ -24,12 +24,16 @@ sys.path.insert(0, str(HERE))
 from _bench_grid import (bench_command, bench_rows, bench_wall, fmt, grid_parser, listed, load_grid,  # noqa: E402
                          run_all, shown, slug, stage1_epochs, use_shared_data)
 
+from faircl.bench.spec import load_suite  # noqa: E402
+
 OUT = HERE / "results" / "vision_bench.md"
-GRID = load_grid("vision", ("stage1_share", "datasets", "methods"))
-#: data set: its grid entry (protocol, chi_epochs, permuted_control)
+GRID = load_grid("vision", ("datasets", "methods"))
+#: data set: its grid entry (protocol, permuted_control)
 DATASETS: dict[str, dict] = GRID["datasets"]
 #: label: the grid's entry of the method (class, init_args, protocols: suffixes, stage1_from_share)
 METHODS: dict[str, dict] = GRID["methods"]
+#: the suite's protocols by name (their stage-1 rule sets a two-stage method's budget)
+PROTOCOLS = {p.name: p for p in load_suite("vision")}
 
 
 def invocations(names: list[str], datasets: list[str]) -> dict[str, tuple[str, str, list[str], dict]]:
@@ -41,8 +45,9 @@ def invocations(names: list[str], datasets: list[str]) -> dict[str, tuple[str, s
         for ds in datasets:
             data = DATASETS[ds]
             suffixes = [s for s in method["protocols"] if data.get("permuted_control") or s != "_permuted"]
-            out[f"{label} · {ds}"] = (label, method["class"], [data["protocol"] + s for s in suffixes],
-                                      stage1_epochs(GRID, method, int(data["chi_epochs"])))
+            protocols = [data["protocol"] + s for s in suffixes]
+            out[f"{label} · {ds}"] = (label, method["class"], protocols,
+                                      stage1_epochs(method, [PROTOCOLS[p] for p in protocols]))
     return out
 
 

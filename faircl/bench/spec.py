@@ -30,6 +30,9 @@ own settings against one of them, e.g. TwoStageCL against λ = 0); any other met
 ``on_request: true`` makes a protocol run only where ``--protocol`` names it (a second selection rule over the same
 runs' design, e.g. the ``_dto`` variants): a suite's plain invocation leaves it out and says how many it left out.
 It is not inherited: a file that ``extends`` such a protocol is on request only if it says so.
+``stage1_share: 0.6`` is the protocol's rule for a two-stage method's first stage (``round(0.6 · max_epochs)``
+epochs, Chi et al.'s): the benchmark grids (``faircl/bench/grids/``) apply it to the methods they mark; it is not part
+of the cache key, as it changes no baseline.
 A protocol of the ``embeddings`` suite trains an encoder on counterfactual tuples, has an ``evaluate`` block (subset
 sizes of the embedding bias sets, :data:`EVALUATE_DEFAULTS`) and claims that name an item-level ``score``
 (:data:`ITEM_SCORES`) instead of a ``gap``: :mod:`faircl.bench.embeddings`.
@@ -131,6 +134,9 @@ class Protocol:
     applies_to: tuple[str, ...] = ()
     evaluate: dict[str, Any] = field(default_factory=dict)
     on_request: bool = False
+    #: the share of ``trainer.max_epochs`` a two-stage method spends on stage 1 (its ``stage1_epochs``), where the
+    #: protocol follows a paper's rule (Chi et al.: 60%); read by the benchmark front-ends' grids, not in :meth:`key`
+    stage1_share: float | None = None
     quick: bool = False
     suite: str = field(default="", metadata=_LOADER)
     source: str = field(default="", metadata=_LOADER)

@@ -1,11 +1,13 @@
 """benchmarks/reproduction/text_bench.py: the grid comes from ``faircl/bench/grids/text.yaml``, its invocations name
-shipped protocols with each part's two-stage budget (the grid's share of the epochs), and the results file has one
+shipped protocols with each part's two-stage budget (the protocols' share of their epochs), and the results file has one
 row per claim of a method's protocol, its control beside it."""
 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -23,8 +25,8 @@ def test_the_grid_is_the_yaml_file():
 
     data = yaml.safe_load((_bench_grid.GRIDS / "text.yaml").read_text())
     assert list(text_bench.METHODS) == list(data["methods"]) and "Con_*^ft" in text_bench.METHODS
-    assert text_bench.PARTS["b1024"] == (("synthbios_minilm_b1024",), 60)
-    assert text_bench.PARTS["shen_dto"] == (("synthbios_minilm_dto",), 15)  # no twin of the permuted control
+    assert text_bench.PARTS["b1024"] == ("synthbios_minilm_b1024",)
+    assert text_bench.PARTS["shen_dto"] == ("synthbios_minilm_dto",)  # no twin of the permuted control
 
 
 def test_a_bad_grid_is_one_line_naming_the_file_and_key(tmp_path):
@@ -36,16 +38,33 @@ def test_a_bad_grid_is_one_line_naming_the_file_and_key(tmp_path):
     (tmp_path / "g.yaml").write_text("methods:\n  CE: {init_args: {}}\n")
     with pytest.raises(SystemExit, match=r"g\.yaml: methods\.CE: expected a mapping with a 'class' key"):
         _bench_grid.load_grid("g", folder=tmp_path)
-    (tmp_path / "g.yaml").write_text("methods:\n  X: {class: TwoStageCL, stage1_from_share: true}\n")
-    grid = _bench_grid.load_grid("g", folder=tmp_path)
-    with pytest.raises(SystemExit, match="stage1_share"):
-        _bench_grid.stage1_epochs(grid, grid["methods"]["X"], 10)
 
 
-def test_the_stage1_share_is_the_grids(monkeypatch):
-    """The share of a part's epochs spent on stage 1 is read from the grid, not written in the front-end."""
-    assert text_bench.GRID["stage1_share"] == 0.6
-    monkeypatch.setitem(text_bench.GRID, "stage1_share", 0.5)
+def _protocol(name, share, epochs):
+    return SimpleNamespace(name=name, source=f"{name}.yaml", stage1_share=share, trainer={"max_epochs": epochs})
+
+
+def test_the_stage1_rule_is_the_protocols():
+    """A two-stage method's stage-1 budget is its protocols' rule (``stage1_share`` × ``max_epochs``), not the
+    front-end's: a protocol without the rule, or protocols of one invocation with different budgets, stop the script
+    naming them."""
+    method = {"class": "TwoStageCL", "init_args": {"lambda_cs": 1.0}, "stage1_from_share": True}
+    assert _bench_grid.stage1_epochs(method, [_protocol("a", 0.6, 15), _protocol("b", 0.6, 15)]) == {
+        "lambda_cs": 1.0, "stage1_epochs": 9}
+    assert _bench_grid.stage1_epochs(method, [_protocol("a", 0.5, 15)])["stage1_epochs"] == 8  # round(0.5 × 15)
+    with pytest.raises(SystemExit, match=r"a\.yaml: no stage1_share"):
+        _bench_grid.stage1_epochs(method, [_protocol("a", None, 15)])
+    with pytest.raises(SystemExit, match="different stage-1 budgets"):
+        _bench_grid.stage1_epochs(method, [_protocol("a", 0.6, 15), _protocol("b", 0.6, 60)])
+    plain = {"class": "OneStageCL", "init_args": {}}
+    assert _bench_grid.stage1_epochs(plain, [_protocol("a", None, 15)]) == {}
+
+
+def test_the_shipped_protocols_carry_the_stage1_share(monkeypatch):
+    assert text_bench.PROTOCOLS["synthbios_minilm"].stage1_share == 0.6
+    assert text_bench.PROTOCOLS["synthbios_minilm_b1024_dto"].stage1_share == 0.6  # inherited through extends
+    for name in ("synthbios_minilm", "synthbios_minilm_permuted"):
+        monkeypatch.setitem(text_bench.PROTOCOLS, name, replace(text_bench.PROTOCOLS[name], stage1_share=0.5))
     runs = text_bench.invocations(["TwoStageCL"], ["shen", "b1024_dto"])
     assert runs["TwoStageCL"][3]["stage1_epochs"] == 8  # round(0.5 × 15)
     assert "stage1_epochs" not in text_bench.invocations(["OneStageCL"], ["shen"])["OneStageCL"][3]

@@ -1,10 +1,11 @@
 """benchmarks/reproduction/vision_bench.py: the grid comes from ``faircl/bench/grids/vision.yaml``, its invocations
-name shipped protocols (the permuted control only where the data set has one) with the grid's two-stage budgets, and
+name shipped protocols (the permuted control only where the data set has one) with the protocols' two-stage budgets, and
 the results file has one row per claim, its control beside it."""
 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from faircl.bench.spec import load_suite
@@ -29,8 +30,10 @@ def test_invocations_name_shipped_protocols_and_set_two_stage_budgets():
     assert runs["FairSampling (sampled) · utkface"][3] == {"negatives": "sampled", "stage1_epochs": 10}  # fixed
 
 
-def test_the_stage1_share_is_the_grids(monkeypatch):
-    monkeypatch.setitem(vision_bench.GRID, "stage1_share", 0.5)
+def test_the_stage1_share_is_the_protocols(monkeypatch):
+    for name in ("stereo_digits_chi", "stereo_digits_chi_lambda0", "stereo_utkface_chi", "stereo_utkface_chi_lambda0"):
+        assert vision_bench.PROTOCOLS[name].stage1_share == 0.6  # inherited from the data set's main protocol
+        monkeypatch.setitem(vision_bench.PROTOCOLS, name, replace(vision_bench.PROTOCOLS[name], stage1_share=0.5))
     runs = vision_bench.invocations(["TwoStageCL"], ["digits", "utkface"])
     assert runs["TwoStageCL · digits"][3]["stage1_epochs"] == 10  # round(0.5 × 20)
     assert runs["TwoStageCL · utkface"][3]["stage1_epochs"] == 15
