@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import multiprocessing
+from multiprocessing import forkserver
 import os
 import pickle
 import select
@@ -101,6 +102,19 @@ def _child(target: Callable[..., Any] | str, args: tuple, log: str | None, cwd: 
     sys.exit(code)
 
 
+def _start_server() -> None:
+    """Start the fork server (if it is not running) with Ctrl-C ignored, a disposition it keeps across its exec: a
+    Ctrl-C during its ~8 s of imports is its owner's to handle (the owner stops), not a traceback of the server's."""
+    if threading.current_thread() is not threading.main_thread():  # signal handlers belong to the main thread
+        forkserver.ensure_running()
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class RunPool:
     """Start runs as children of one ``forkserver`` that imported ``preload`` (default :data:`PRELOAD`) once.
 
@@ -126,6 +140,7 @@ class RunPool:
                             f"module-level function or 'module:function'): {target!r}: {err}") from None
         proc = self.context.Process(target=_child, args=job, name="faircl-run")
         try:
+            _start_server()
             proc.start()
             proc.join()
         except BaseException:  # a Ctrl-C (KeyboardInterrupt) or any other end of the wait: the run ends with it

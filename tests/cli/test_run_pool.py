@@ -149,6 +149,43 @@ def test_ctrl_c_while_a_run_works_kills_it_and_the_owner_re_raises(tmp_path):
         owner.kill()
 
 
+_SLOW_PRELOAD = """
+import pathlib, sys, time
+pathlib.Path("importing").write_text("1")
+time.sleep(4)
+"""
+_OWNER_OF_A_SLOW_SERVER = """
+import sys
+from faircl.cli.run_pool import RunPool
+if __name__ == "__main__":
+    try:
+        RunPool(preload=("faircl_t_slow",)).run("faircl.cli:main", (["configs"],), log="run.log")
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        sys.exit(130)
+"""
+
+
+def test_ctrl_c_while_the_server_imports_is_the_owners(tmp_path):
+    """A Ctrl-C in the server's first seconds (its imports) stops the owner; the server prints no traceback."""
+    (tmp_path / "faircl_t_slow.py").write_text(_SLOW_PRELOAD)
+    (tmp_path / "owner.py").write_text(_OWNER_OF_A_SLOW_SERVER)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    owner = subprocess.Popen([sys.executable, "owner.py"], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not (tmp_path / "importing").is_file():
+            time.sleep(0.02)
+        assert (tmp_path / "importing").is_file(), "the server did not start its imports"
+        os.killpg(owner.pid, signal.SIGINT)
+        out, err = owner.communicate(timeout=60)  # also waits for the server, which shares the owner's stderr
+        assert owner.returncode == 130 and out.strip() == "interrupted", (out, err)
+        assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    finally:
+        owner.kill()
+
+
 def test_a_run_ends_when_the_process_that_started_it_is_killed(tmp_path):
     """The fork server outlives a killed owner for a while: the run must not."""
     owner, run = _start_owner(tmp_path)
