@@ -143,7 +143,7 @@ def _parser():
     p.add_argument("folders", nargs="+", type=str, help="run folders, sweep folders or folders holding them")
     p.add_argument("--out", required=True, type=str, help="folder for the tables and the plot")
     p.add_argument("--gap", type=str, default="tpr_gap_rms", help="the gap of the Pareto front and the claims")
-    p.add_argument("--select", action="append", type=str, default=[], metavar="METRIC>=VALUE",
+    p.add_argument("--select", action="append", default=[], metavar="METRIC>=VALUE",
                    help="a constraint of the constrained selection (repeatable)")
     p.add_argument("--minimise", "--minimize", dest="minimise", type=Optional[str],
                    help="the metric the constrained selection minimises (null: the --gap)")

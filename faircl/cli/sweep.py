@@ -136,7 +136,7 @@ def sweep_parser() -> SweepParser:
         prog="faircl sweep", exit_on_error=False, allow_abbrev=False, default_env=False,
         description="Hyper-parameter search with Optuna; every trial is a faircl fit + test. Arguments not listed "
                     "here (--config, --model.*, --data.*, --trainer.*) go to each trial's `faircl fit`.")
-    p.add_argument("--search", type=str, action="append", default=[], metavar="PATH=RANGE",
+    p.add_argument("--search", action="append", default=[], metavar="PATH=RANGE",
                    help="a searched argument, repeatable: LOW:HIGH[:STEP] | log:LOW:HIGH | int:[log:]LOW:HIGH | "
                         "choice:A,B")
     p.add_argument("--objectives", type=str, metavar="METRIC:max|min[,...]",
