@@ -22,6 +22,7 @@ reused), then decides each claim from the per-row predictions with :mod:`faircl.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import inspect
 import json
 import os
@@ -36,7 +37,7 @@ import yaml
 from jsonargparse import ArgumentParser
 
 from faircl.bench.checkpoint_selection import describe
-from faircl.bench.runner import MethodSpec, default_cache, plan, resolve_method, run_tasks
+from faircl.bench.runner import MethodSpec, default_cache, plan, resolve_method
 from faircl.bench.spec import Protocol, deep_merge, load_suite, suite_names
 from faircl.cli.config_files import CLIError, option_value
 
@@ -75,6 +76,12 @@ def _parser() -> ArgumentParser:
         "(--method.help CLASS lists them)")
     p.add_argument("--name", help="the method's name in the tables (none: its class name)")
     p.add_argument("--seeds", type=int, help="seeds 0..N-1 (none: each protocol's own number)")
+    p.add_argument("--max-seeds", type=int, help="add seeds where a claim is still inconclusive, up to N per "
+                   "protocol: looks at the protocol's seeds, then twice, four times as many, ..., then N, with α "
+                   "spent over the looks (faircl.eval.sequential); finished runs are reused, so a higher N continues")
+    p.add_argument("--against", action="append", default=[], help="also claim that the method has a lower gap than "
+                   "this method (a faircl method's name or a class's dotted path; run on each protocol with the "
+                   "protocol's model arguments and cached like a baseline), in the same Holm family (repeatable)")
     p.add_argument("--out", help="results folder")
     p.add_argument("--quick", action="store_true", help="each protocol's quick variant (small data, short budget, "
                    f"{_quick_seeds()} seeds): minutes on 2 CPU cores, for trying a method; verdicts then have little "
@@ -202,9 +209,48 @@ def _list() -> int:
     return 0
 
 
+def _with_against(p: Protocol, against: list[str], say) -> Protocol:
+    """``p`` with each ``--against`` method as a baseline (the protocol's model arguments, cached like its own
+    baselines) and, for each claim on a gap, score or statistic against the protocol's first baseline, the same claim
+    against it (no paper effect: judged against the protocol's smallest effect of interest)."""
+    if not against:
+        return p
+    baselines, claims = dict(p.baselines), list(p.claims)
+    first = next(iter(p.baselines))
+    for name in against:
+        if name == first:
+            say(f"faircl bench: --against {name}: {p.name} claims against it already")
+            continue
+        if name in p.baselines:
+            other = name
+        else:
+            other_path, other_cls = resolve_method(name)
+            why = p.skip_reason(other_cls)
+            if why:
+                say(f"faircl bench: --against {name}: not on {p.name}: {why}")
+                continue
+            other = other_cls.__name__ if "." in name else name
+            baselines[other] = {"class_path": other_path}
+        claims += [dataclasses.replace(c, baseline=other, paper_effect=None, leakage=False, leakage_paper_effect=None)
+                   for c in p.claims if c.baseline == first]
+    return dataclasses.replace(p, baselines=baselines, claims=claims)
+
+
+def _design_text(found, max_seeds: int | None, alpha: float) -> str:
+    """The design of the run in one sentence: fixed, or the looks and their levels."""
+    seeds = ", ".join(f"{name} {n}" for name, n in found.seeds.items())
+    if max_seeds is None:
+        return f"Design: fixed, one look at α = {alpha:g}. Seeds run: {seeds}."
+    looks = "; ".join(f"look {k.number} at level {k.level:.3g}" for k in found.looks[:len(found.looks)])
+    return (f"Design: sequential up to {max_seeds} seeds per protocol (`--max-seeds`; faircl.eval.sequential: "
+            f"looks at the protocol's seeds, then 2×, 4×, … and the cap, α = {alpha:g} spent over them: {looks}); "
+            f"a claim's verdict is from the look that decided it. Seeds run: {seeds}.")
+
+
 def bench(argv: list[str]) -> int:
     """``faircl bench``; returns the exit status (1 when a run failed, 2 for a usage error)."""
-    from faircl.bench.results import decide_bench, write_results  # deferred: NumPy, SciPy and Lightning (--list)
+    from faircl.bench.looks import run_looks  # deferred: NumPy, SciPy and Lightning (--list needs none)
+    from faircl.bench.results import write_results  # deferred: with faircl.bench.looks
 
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # --method my_method.MyLoss: ./my_method.py
@@ -245,24 +291,30 @@ def bench(argv: list[str]) -> int:
             f"out: {', '.join(left_out)}")
     for name, why in skipped:
         say(f"faircl bench: skipped {name}: {why}")
-    tasks = {p.name: plan(p, method, list(range(opts.seeds or p.seeds)), out, cache) for p in runnable}
-    every = [t for ts in tasks.values() for t in ts]
+    runnable = [_with_against(p, opts.against, say) for p in runnable]
+    starts = {p.name: opts.seeds or p.seeds for p in runnable}
+    if opts.max_seeds is not None and opts.max_seeds < max(starts.values()):
+        raise CLIError(f"bench: --max-seeds {opts.max_seeds} is below the seeds a protocol starts with "
+                       f"({max(starts.values())}); give at least that many")
+    first = {p.name: plan(p, method, list(range(starts[p.name])), out, cache) for p in runnable}
+    every = [t for ts in first.values() for t in ts]
     say(f"faircl bench: {method.label} ({class_path}) on {len(runnable)} protocol(s) of {opts.suite}"
         f"{' (quick)' if opts.quick else ''}: {len(every)} runs ({sum(t.baseline for t in every)} baseline runs, "
-        f"cached in {cache}); results in {out}")
-    n_base = sum(t.baseline for t in every)
-    reused = sum(t.baseline and t.done for t in every)
-    start = time.perf_counter()
+        f"cached in {cache})" + (f", then more seeds up to {opts.max_seeds} where a claim is still open"
+                                 if opts.max_seeds else "") + f"; results in {out}")
+    start, began = time.perf_counter(), time.time()
     try:
-        failures = run_tasks(every, say=say, fresh=opts.fresh_processes)
+        found = run_looks(runnable, method, starts, opts.max_seeds, out, cache, alpha=opts.alpha,
+                          n_permutations=opts.permutations, n_bootstrap=opts.bootstrap,
+                          fresh=opts.fresh_processes, say=say)
     except KeyboardInterrupt:
         raise KeyboardInterrupt(f"the finished runs are kept; to resume, run from {os.getcwd()}: "
                                 f"faircl bench {shlex.join(argv)}") from None
     train_s = time.perf_counter() - start
-    say("faircl bench: deciding the claims (bias null, bootstrap, Holm)")
-    undecided: list[str] = []
-    rows = decide_bench(runnable, tasks, method.label, alpha=opts.alpha, n_permutations=opts.permutations,
-                        n_bootstrap=opts.bootstrap, undecided=undecided)
+    rows, tasks, failures, undecided = found.rows, found.tasks, found.failures, found.undecided
+    every = [t for ts in tasks.values() for t in ts]
+    n_base = sum(t.baseline for t in every)
+    reused = sum(t.baseline and t.done and (t.folder / "run.json").stat().st_mtime < began for t in every)
     for line in undecided:
         say(f"faircl bench: claim not decided: {line}")
     header = [f"Method **{method.label}** (`{class_path}`{', ' + json.dumps(init_args) if init_args else ''}) on "
@@ -271,17 +323,22 @@ def bench(argv: list[str]) -> int:
               f"Protocols: {', '.join(f'{p.name} v{p.version}' for p in runnable)}. Runs: {len(every)}, of which "
               f"{n_base} baseline runs ({reused} reused from the cache {cache}, {n_base - reused} trained now); "
               f"wall time of this invocation's runs {train_s:.0f} s on {platform.node() or 'this machine'}."
-              + (f" Left out (on request only: `--protocol NAME`): {', '.join(left_out)}." if left_out else "")]
+              + (f" Left out (on request only: `--protocol NAME`): {', '.join(left_out)}." if left_out else ""),
+              "", _design_text(found, opts.max_seeds, opts.alpha)]
     md, csv_path, png = write_results(out, rows, skipped, header, failures, undecided)
     (out / "bench.json").write_text(json.dumps({
         "suite": opts.suite, "quick": opts.quick, "method": {"label": method.label, "class_path": class_path,
                                                              "init_args": init_args, "key": method.key()},
         "protocols": {p.name: {"version": p.version, "key": p.key(), "source": p.source} for p in runnable},
         "skipped": dict(skipped), "undecided": undecided, "failures": failures, "wall_s": round(train_s, 1),
+        "design": {"max_seeds": opts.max_seeds, "alpha": opts.alpha, "seeds": found.seeds,
+                   "looks": [{"number": k.number, "level": k.level, "seeds": k.seeds} for k in found.looks]},
+        "against": opts.against,
         "runs": [{"protocol": t.protocol.name, "setting": t.setting, "seed": t.seed, "baseline": t.baseline,
                   "folder": str(t.folder), **(t.record() if t.done else {"failed": True})} for t in every],
         "claims": [{"protocol": r.protocol, "claim": r.claim, "verdict": r.verdict.verdict,
-                    "reason": r.verdict.reason, "effect": r.verdict.effect.mean, "seeds": r.seeds} for r in rows],
+                    "reason": r.verdict.reason, "effect": r.verdict.effect.mean, "seeds": r.seeds,
+                    "seeds_needed": r.verdict.seeds_needed, "look": r.extra.get("look")} for r in rows],
     }, indent=2, default=str))
     print(md.read_text())
     say(f"faircl bench: wrote {md}, {csv_path}" + (f", {png}" if png else "") + f", {out / 'bench.json'}")

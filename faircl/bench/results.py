@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import csv
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +119,10 @@ def decide_bench(protocols: list[Protocol], tasks: dict[str, list[RunTask]], met
     read = {p.name: read_protocol_runs(p, tasks.get(p.name, []), method_label) for p in protocols}
     found: list[Found] = []
     for p in protocols:
-        found += _evidence(p, read[p.name], n_permutations, n_bootstrap, undecided)
+        for row, ev, margin in _evidence(p, read[p.name], n_permutations, n_bootstrap, undecided):
+            if ev.smallest_effect is None and p.smallest_effect is not None:  # the protocol's, for a claim with none
+                ev = replace(ev, smallest_effect=p.smallest_effect)
+            found.append((row, ev, margin))
     verdicts = decide([ev for _, ev, _ in found], alpha=alpha, margin=[m for _, _, m in found]) if found else []
     for (row, _, _), v in zip(found, verdicts):
         row.verdict, row.claim = v, v.name
@@ -261,15 +264,16 @@ def write_results(out: Path, rows: list[ClaimRow], skipped: list[tuple[str, str]
         w = csv.writer(fh)
         w.writerow(["protocol", "control", "claim", "verdict", "gap", "baseline", "method", "seeds",
                     "baseline_gap", "method_gap", "effect", "effect_lo", "effect_hi", "paper_effect",
-                    "utility_change", "utility_lo", "utility_hi", "p_holm", "mde", "seeds_needed", "from_rows",
-                    "reason"])
+                    "utility_change", "utility_lo", "utility_hi", "p_holm", "mde", "seeds_needed", "look", "level",
+                    "from_rows", "reason"])
         for r in rows:
             v = r.verdict
             w.writerow([r.protocol, r.control, r.claim, v.verdict, r.gap, r.baseline, r.method,
                         " ".join(map(str, r.seeds)), r.baseline_gap, r.method_gap, v.effect.mean, v.effect.lo,
                         v.effect.hi, "" if v.paper_effect is None else v.paper_effect, v.utility.mean,
                         v.utility.lo, v.utility.hi, v.p_holm, v.mde,
-                        "" if v.seeds_needed is None else v.seeds_needed, r.from_rows, v.reason])
+                        "" if v.seeds_needed is None else v.seeds_needed, r.extra.get("look", 1),
+                        r.extra.get("level", ""), r.from_rows, v.reason])
     png = _plot(out / "tradeoff.png", rows) if rows else None
     return md_path, csv_path, png
 

@@ -33,6 +33,9 @@ It is not inherited: a file that ``extends`` such a protocol is on request only 
 ``stage1_share: 0.6`` is the protocol's rule for a two-stage method's first stage (``round(0.6 · max_epochs)``
 epochs, Chi et al.'s): the benchmark grids (``faircl/bench/grids/``) apply it to the methods they mark; it is not part
 of the cache key, as it changes no baseline.
+``smallest_effect: 0.02`` with ``smallest_effect_reason: "..."`` is the smallest reduction worth claiming (2 points):
+a claim without a paper effect is judged against it (:attr:`faircl.eval.verdicts.ClaimEvidence.smallest_effect`),
+so that it can read "does not hold" as well as "holds"; like ``stage1_share`` it is not part of the cache key.
 A protocol of the ``embeddings`` suite trains an encoder on counterfactual tuples, has an ``evaluate`` block (subset
 sizes of the embedding bias sets, :data:`EVALUATE_DEFAULTS`) and claims that name an item-level ``score``
 (:data:`ITEM_SCORES`) instead of a ``gap``: :mod:`faircl.bench.embeddings`.
@@ -137,6 +140,10 @@ class Protocol:
     #: the share of ``trainer.max_epochs`` a two-stage method spends on stage 1 (its ``stage1_epochs``), where the
     #: protocol follows a paper's rule (Chi et al.: 60%); read by the benchmark front-ends' grids, not in :meth:`key`
     stage1_share: float | None = None
+    #: the smallest reduction of a gap worth claiming (a fraction, sign ignored), with its reason: a claim without a
+    #: paper effect (e.g. one added by ``--against``) is judged against it, so it too can read "does not hold"
+    smallest_effect: float | None = None
+    smallest_effect_reason: str = ""
     quick: bool = False
     suite: str = field(default="", metadata=_LOADER)
     source: str = field(default="", metadata=_LOADER)
@@ -319,6 +326,10 @@ def _protocol(name: str, suite: str, files: dict[str, Path], quick: bool) -> Pro
     if unknown:
         raise CLIError(f"bench: {path}: 'evaluate' must be a mapping of {', '.join(EVALUATE_DEFAULTS)}; unknown "
                        f"key {unknown[0]!r}")
+    effect = values.get("smallest_effect")
+    if effect is not None and not (0 < effect < 1 and values.get("smallest_effect_reason", "").strip()):
+        raise CLIError(f"bench: {path}: 'smallest_effect' must be a fraction in (0, 1) (0.02 = 2 points) with its "
+                       f"'smallest_effect_reason', got {effect!r}")
     if "applies_to" in values and not values["applies_to"]:
         raise CLIError(f"bench: {path}: 'applies_to' must name a method class or a list of them")
     return Protocol(**{

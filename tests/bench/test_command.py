@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 import faircl.bench.command as command
+import faircl.bench.looks as looks
 from faircl.bench.spec import load_suite, suite_names
 from faircl.cli import main
 
@@ -39,7 +40,7 @@ def runs(monkeypatch):
         planned.extend(tasks)
         raise Planned
 
-    monkeypatch.setattr(command, "run_tasks", fake)
+    monkeypatch.setattr(looks, "run_tasks", fake)
     return planned
 
 
@@ -108,7 +109,7 @@ def test_ctrl_c_during_the_runs_says_how_to_resume(tmp_path, capsys, monkeypatch
     def interrupted(tasks, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(command, "run_tasks", interrupted)
+    monkeypatch.setattr(looks, "run_tasks", interrupted)
     args = ["text", "--method", "ConFair", "--quick", "--protocol", "synthbios", "--out", str(tmp_path / "o")]
     assert main(["bench", *args]) == 130
     said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("faircl: interrupted")]

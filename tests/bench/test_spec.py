@@ -117,6 +117,8 @@ def test_extends_replaces_selection_and_baselines_whole(tmp_path):
     (BASE.replace("input_kind: features\n", ""), "has no 'input_kind'"),
     ("- a list\n", "must hold a mapping"),
     (BASE + "extends: nowhere\n", "extends 'nowhere', which is not a protocol"),
+    (BASE + "smallest_effect: 0.02\n", "'smallest_effect' must be a fraction in (0, 1) (0.02 = 2 points) with its"),
+    (BASE + "smallest_effect: 2\nsmallest_effect_reason: two points\n", "'smallest_effect' must be a fraction"),
 ])
 def test_a_bad_protocol_file_is_refused_naming_the_file_and_the_key(tmp_path, text, says):
     (tmp_path / "base.yaml").write_text(text)
@@ -210,6 +212,7 @@ def test_a_protocol_on_request_runs_only_when_named(tmp_path, monkeypatch, capsy
     """``on_request: true``: loaded and listed like any protocol, left out of a plain invocation (which says so), run
     when ``--protocol`` names it; not inherited through ``extends``; anything but a boolean is refused."""
     import faircl.bench.command as command
+    import faircl.bench.looks as looks
 
     (tmp_path / "suite").mkdir()
     suite = _suite(tmp_path / "suite", base=BASE, base_dto="""\
@@ -237,7 +240,7 @@ def test_a_protocol_on_request_runs_only_when_named(tmp_path, monkeypatch, capsy
         planned.append(sorted({t.protocol.name for t in tasks}))
         raise Stop
 
-    monkeypatch.setattr(command, "run_tasks", fake_run)
+    monkeypatch.setattr(looks, "run_tasks", fake_run)
     for extra in ([], ["--protocol", "base_dto"]):
         with pytest.raises(Stop):
             command.bench([suite, "--method", "CE", "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "c"),
@@ -282,3 +285,12 @@ def test_a_shipped_protocols_cache_key_is_the_one_it_had():
     quick = {p.name: p for p in load_suite("text", quick=True)}
     assert text["synthbios"].key() == "872ea9c7dc53" and quick["synthbios"].key() == "7f132dfdb033"
     assert {p.name: p.key() for p in load_suite("embeddings", quick=True)} == {"cda_minilm": "d1f5654a79ad"}
+
+
+def test_the_smallest_effect_of_interest_is_read_with_its_reason_and_is_not_in_the_cache_key(tmp_path):
+    plain = load_suite(_suite(tmp_path / "a", base=BASE))[0] if (tmp_path / "a").mkdir() is None else None
+    declared = BASE + "smallest_effect: 0.03\nsmallest_effect_reason: the smallest change a user would notice\n"
+    (tmp_path / "b").mkdir()
+    p = load_suite(_suite(tmp_path / "b", base=declared))[0]
+    assert p.smallest_effect == 0.03 and p.smallest_effect_reason.startswith("the smallest change")
+    assert plain.smallest_effect is None and p.key() == plain.key()

@@ -1,0 +1,81 @@
+"""Adding seeds until claims are decided: the group-sequential design of ``faircl bench --max-seeds N``.
+
+**The design.** A protocol's claims are looked at after its own seeds ``n₀`` and then at ``2n₀, 4n₀, …`` seeds,
+the last look at the cap ``N`` (:func:`looks`). At look ``k`` every claim of the family is decided by the fixed
+design's rule (:func:`faircl.eval.verdicts.decide`: Holm over the family, the inferiority test behind "does not
+hold", the utility margin) at the level ``α_k`` (:func:`look_levels`); a claim decided at a look keeps that verdict,
+and a protocol gets more seeds only while one of its claims is still inconclusive. "Untestable" and "degenerate"
+count as decided: more seeds of a baseline with no bias beyond chance are not spent on it.
+
+**Error control across the looks: α spent by the union bound.** The levels are ``α_k = α / 2^k`` for the looks before
+the last and the remainder, ``α / 2^(K−1)``, at the last (``K`` looks: ``Σ α_k = α``). A false verdict at some look
+is the union of the false verdicts at each look, each at most ``α_k`` (Holm at that level), so the family-wise error
+over all looks is at most ``α`` (Bonferroni over the looks) — whatever the correlation between the looks. This is
+α spending (Lan & DeMets, 1983, *Biometrika* 70:659) with the looks' boundaries set by Bonferroni's inequality
+instead of the joint normal law of the test statistics.
+
+**Why not exact group-sequential boundaries.** The exact boundaries (Lan & DeMets; Jennison & Turnbull, 2000,
+*Group Sequential Methods*, ch. 7) take the statistics at the looks as a Brownian motion in the information:
+independent increments, information proportional to the seeds. Neither holds here: an effect's variance is
+``s²_d / n + c̄`` (:mod:`faircl.eval.statistics`), where ``c̄`` — the test rows' noise that every seed shares —
+does not shrink with more seeds, and the t-statistics have 2–15 degrees of freedom, far from normal. The union bound
+needs neither; its price is that it is conservative, which the calibration benchmark measures
+(``benchmarks/calibration/``: the error rates at α and α/10, the power and the expected number of seeds against
+the fixed design at the same cap).
+
+**Why these looks.** Doubling the seeds per look halves the per-seed part of the variance, which more than pays for
+halving the level (the critical value grows by about 0.25 per halving; the standard error falls by √2). The looks
+and their levels do not depend on ``N`` but for the last one: a re-run with a higher cap replays the same earlier
+looks on the same runs, so the claims they decided keep their verdicts, and it continues from where the last run
+stopped.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = ["DECIDED", "Look", "look_levels", "looks", "schedule"]
+
+#: the verdicts that end a claim's looks (all but "inconclusive")
+DECIDED = ("holds", "contradicted", "does not hold", "untestable", "degenerate")
+
+
+def looks(start: int, cap: int) -> list[int]:
+    """The seed counts at which a protocol's claims are looked at: ``start, 2·start, 4·start, …`` below ``cap``, then
+    ``cap`` (``[cap]`` when ``cap ≤ start``: the fixed design at the cap)."""
+    if start < 2 or cap < 2:
+        raise ValueError(f"looks: a paired comparison needs at least 2 seeds (start {start}, cap {cap})")
+    out, n = [], start
+    while n < cap:
+        out.append(n)
+        n *= 2
+    return out + [cap]
+
+
+def look_levels(n_looks: int, alpha: float = 0.05) -> list[float]:
+    """The level of each of ``n_looks`` looks: ``α/2, α/4, …`` and the last one the remainder (``Σ = α``; one look:
+    ``α``)."""
+    if n_looks < 1:
+        raise ValueError("look_levels: at least one look")
+    levels = [alpha / 2 ** k for k in range(1, n_looks)]
+    return levels + [alpha - math.fsum(levels)]
+
+
+@dataclass(frozen=True)
+class Look:
+    """One look of the family: its number (1-based), its level, and each protocol's seeds at it."""
+
+    number: int
+    level: float
+    seeds: dict[str, int]
+
+
+def schedule(starts: dict[str, int], cap: int | None, alpha: float = 0.05) -> list[Look]:
+    """The looks of a family of protocols (name → its own first seeds): look ``k`` has each protocol at its ``k``-th
+    seed count (a protocol with fewer looks stays at its cap), and the level of the family's look ``k``. Without a
+    cap, the fixed design: one look at each protocol's own seeds, at level ``α``."""
+    per = {name: looks(n, n if cap is None else cap) for name, n in starts.items()}
+    k_max = max(len(v) for v in per.values())
+    levels = look_levels(k_max, alpha)
+    return [Look(k + 1, levels[k], {name: v[min(k, len(v) - 1)] for name, v in per.items()}) for k in range(k_max)]
