@@ -10,7 +10,7 @@ Where runs live:
   baseline is trained once per protocol version and seed, then reused.
 
 Each run folder holds ``config.yaml`` (what was run), ``run.log`` (its output) and, once both commands succeeded,
-``run.json`` (the test report's path, the wall time and, under a selection, the epoch it picked and why; the
+``run.json`` (the test report's path, the wall and CPU time and, under a selection, the epoch it picked and why; the
 selection and the metrics of every epoch are in ``selection.yaml`` and ``epochs.json``:
 :mod:`faircl.bench.checkpoint_selection`). A folder without ``run.json`` is an interrupted run: it is cleared and run again,
 so a killed bench resumes where it stopped.
@@ -181,7 +181,7 @@ def run_one(folder: str) -> int:
     extra = os.environ.get("FAIRCL_BENCH_PATH")
     if extra and extra not in sys.path:
         sys.path.insert(0, extra)  # the folder a user's method is imported from
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()  # a forked run's CPU clock starts at its fork
     try:
         cli = run_cli(["fit", "--config", str(root / "config.yaml")])
         ckpt_cb = cli.trainer.checkpoint_callback
@@ -207,7 +207,8 @@ def run_one(folder: str) -> int:
     if (root / "evaluate.yaml").is_file():  # the embeddings suite: score the tested encoder item by item
         _score_embeddings(root, test)
     record = {"report": str(report.relative_to(root)), "checkpoint": str(Path(best).relative_to(root)),
-              "fit_s": round(fit_s, 3), "wall_s": round(time.perf_counter() - start, 3)}
+              "fit_s": round(fit_s, 3), "wall_s": round(time.perf_counter() - start, 3),
+              "cpu_s": round(time.process_time() - cpu, 3)}
     if chosen is not None:
         record["selected"] = chosen
     tmp = root / "run.json.tmp"
