@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from faircl.eval.verdicts import SplitPredictions, claim_from_predictions, decide
 
 ALPHA = 0.05
+PAPER_EFFECT = -0.045     # the change the simulated paper reports (the gap falls by 4.5 points)
 
 
 @dataclass(frozen=True)
@@ -77,19 +78,35 @@ def _predict(rng: np.random.Generator, y, a, hard, bias: np.ndarray, acc: float,
     return np.where(right, y[None, :], 1 - y[None, :]).astype(np.int64)
 
 
-def evidence(d: Design, rng: np.random.Generator, name: str = "claim", *, n_permutations: int = 200,
-             n_bootstrap: int = 300, seed: int = 0):
-    """One protocol's :class:`~faircl.eval.verdicts.ClaimEvidence` ("the method lowers GAP vs the baseline")."""
+def draw(d: Design, rng: np.random.Generator, seeds: int | None = None) -> tuple:
+    """One protocol's rows and ``seeds`` seeds' predictions (``d.seeds`` by default): the test split's ``(y, a)``,
+    the baseline's and the method's test predictions ``[S, n]``, the validation split's ``(y, a)`` and the baseline's
+    validation predictions. Seed ``s``'s rows do not depend on the number drawn: the first ``n`` of ``N`` seeds are
+    a draw of ``n`` seeds."""
     (yt, at, ht), (yv, av, hv) = _split(rng, d.n_test), _split(rng, d.n_val)
-    s = d.seeds
+    s = d.seeds if seeds is None else seeds
     base_b = np.full(s, d.bias)
     meth_b = d.bias + d.effect + d.shift * rng.standard_normal(s)
     bt = _predict(rng, yt, at, ht, base_b, d.acc, d.rho)
     mt = _predict(rng, yt, at, ht, meth_b, d.acc + d.utility, d.rho)
     bv = _predict(rng, yv, av, hv, base_b, d.acc, d.rho)
-    return claim_from_predictions(name, SplitPredictions(yt, at, bt), SplitPredictions(yt, at, mt),
-                                  SplitPredictions(yv, av, bv), metric="tpr_gap_rms", paper_effect=-0.045,
+    return (yt, at), bt, mt, (yv, av), bv
+
+
+def claim(drawn: tuple, n: int | None = None, name: str = "claim", *, n_permutations: int = 200,
+          n_bootstrap: int = 300, seed: int = 0):
+    """The :class:`~faircl.eval.verdicts.ClaimEvidence` ("the method lowers GAP vs the baseline") of a :func:`draw`,
+    on its first ``n`` seeds (all by default)."""
+    (yt, at), bt, mt, (yv, av), bv = drawn
+    return claim_from_predictions(name, SplitPredictions(yt, at, bt[:n]), SplitPredictions(yt, at, mt[:n]),
+                                  SplitPredictions(yv, av, bv[:n]), metric="tpr_gap_rms", paper_effect=PAPER_EFFECT,
                                   n_permutations=n_permutations, n_bootstrap=n_bootstrap, seed=seed)
+
+
+def evidence(d: Design, rng: np.random.Generator, name: str = "claim", *, n_permutations: int = 200,
+             n_bootstrap: int = 300, seed: int = 0):
+    """One protocol's :class:`~faircl.eval.verdicts.ClaimEvidence` ("the method lowers GAP vs the baseline")."""
+    return claim(draw(d, rng), None, name, n_permutations=n_permutations, n_bootstrap=n_bootstrap, seed=seed)
 
 
 def outcome(ev, v) -> Outcome:

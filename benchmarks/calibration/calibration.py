@@ -2,6 +2,7 @@
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/calibration/calibration.py      # full: results/calibration.md
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/calibration/calibration.py --quick --out -   # the test suite's subset
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/calibration/calibration.py --only sequential   # that section alone
 
 Synthetic per-row predictions (:mod:`_calibration_sim`: 2,000 test and 1,000 validation rows, binary ``y`` and
 ``a``, 80% accuracy, ``tpr_gap_rms``, rows' difficulty shared by seeds and models with latent correlation 0.6) go
@@ -10,7 +11,11 @@ graded effect (power against the reported MDE and "holds" MDE); a utility loss o
 the method's gap (0, 5, 9 points) at 3, 5 and 8 seeds, with the tail rates at α and α/10 (the level Holm uses for the
 first claim of a family of 10); a Holm family of 9 null claims and one real one; the bias screen for a 6-point gap;
 item claims (a 400-item preference share through ``paired_item_bootstrap``) with no effect and seed shifts of 0, 4
-and 8 points. Every rate has a Wilson 95% interval. ``--quick`` runs the 3-seed rows of the seed-shift tables only.
+and 8 points; the sequential design of ``--max-seeds`` (:mod:`_sequential_sim`: looks at 3 → 6 → 12 and 5 → 10 → 20
+seeds against the fixed design at the cap). Every rate has a Wilson 95% interval. ``--quick`` runs the 3-seed rows of
+the seed-shift tables only (and the sequential cells of the test suite). ``--only fixed`` or ``--only sequential``
+rewrites part of the results file: the sequential section lies between markers and is kept by ``--only fixed``,
+replaced alone by ``--only sequential``.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _sequential_sim as seq
 from _calibration_sim import (ALPHA, Design, ItemDesign, Outcome, family, item_replicate, rate, replicate,
                               sd_over_se)
 
@@ -171,17 +177,23 @@ def _cost(key) -> float:
     return key[2] * d.seeds if key[0] == "r" else key[4] * (key[3] + 1) * d.seeds
 
 
-def run_parallel(reps: dict, jobs: int, item_reps: dict = ITEM_FULL) -> list[str]:
-    """:func:`full` with its cells computed by ``jobs`` processes (the same numbers: every cell is seeded)."""
+def run_parallel(reps: dict, jobs: int, item_reps: dict = ITEM_FULL, seq_reps: dict | None = None) -> list[str]:
+    """:func:`full` with its cells computed by ``jobs`` processes (the same numbers: every cell is seeded); ``reps``
+    ``None``: the sequential section alone; ``seq_reps`` ``None``: without it."""
     global _RECORD
-    _RECORD = []
-    full(reps, item_reps=item_reps)
-    keys, _RECORD = sorted(set(_RECORD), key=_cost, reverse=True), None
     import multiprocessing as mp
     with mp.get_context("fork").Pool(jobs) as pool:
-        for k, v in zip(keys, pool.map(_compute, keys, chunksize=1)):
-            _CACHE[k] = v
-    return full(reps, item_reps=item_reps)
+        md = []
+        if reps is not None:
+            _RECORD = []
+            full(reps, item_reps=item_reps)
+            keys, _RECORD = sorted(set(_RECORD), key=_cost, reverse=True), None
+            for k, v in zip(keys, pool.map(_compute, keys, chunksize=1)):
+                _CACHE[k] = v
+            md = full(reps, item_reps=item_reps)
+        if seq_reps is not None:
+            md += ["", *seq.section(seq_reps, lambda f, xs: pool.map(f, xs, chunksize=1))]
+    return md
 
 
 def full(reps: dict, seed: int = 1, item_reps: dict = ITEM_FULL) -> list[str]:
@@ -304,30 +316,51 @@ def screen_rows(reps: int, seed: int, gaps=(0.04, 0.06)) -> list[str]:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="only the 3-seed seed-shift cells (the test suite's subset)")
+    p.add_argument("--only", choices=("all", "fixed", "sequential"), default="all",
+                   help="full mode: every section, the fixed designs' (keeping the file's sequential section) or the "
+                        "sequential section (replaced in the file, the rest kept)")
     p.add_argument("--jobs", type=int, default=1, help="processes computing the cells (full mode)")
     p.add_argument("--scale", type=float, default=1.0, help="multiply every replicate count (full mode)")
     p.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "calibration.md"),
                    help="results file ('-': print)")
     args = p.parse_args(argv)
     t0 = time.time()
+    old = Path(args.out).read_text() if args.out != "-" and Path(args.out).exists() else ""
+
+    def scaled(d: dict) -> dict:
+        return {k: max(10, int(round(v * args.scale))) if v else 0 for k, v in d.items()}
+
     if args.quick:
         md = ["## Seed shifts, 3 seeds (quick)", "", *TAIL_HEADER]
         md += [_tail_row(f"3 seeds, shift {100 * s:.0f}", t) for s, t in quick().items()]
         md += ["", "## Item claims, 3 seeds (quick)", "", *ITEM_HEADER]
         md += [_item_row(f"3 seeds, shift {100 * s:.0f}", t) for s, t in item_quick().items()]
+        md += ["", "## Sequential design, 3 → 6 → 12 seeds, α = 0.05 (quick)", "", "| cell | verdicts | mean seeds |",
+               "|---|---|---|"]
+        md += [f"| {k} | {_verdicts(runs)} | {np.mean([r.seeds for r in runs]):.1f} |" for k, runs in seq.quick().items()]
     else:
-        reps = {k: max(10, int(round(v * args.scale))) for k, v in FULL.items()}
-        item_reps = {k: max(10, int(round(v * args.scale))) for k, v in ITEM_FULL.items()}
-        md = run_parallel(reps, args.jobs, item_reps) if args.jobs > 1 else full(reps, item_reps=item_reps)
+        reps = scaled(FULL) if args.only != "sequential" else None
+        item_reps = scaled(ITEM_FULL)
+        seq_reps = {d: scaled(r) for d, r in seq.SEQ_FULL.items()} if args.only != "fixed" else None
+        if args.jobs > 1:
+            md = run_parallel(reps, args.jobs, item_reps, seq_reps)
+        else:
+            md = full(reps, item_reps=item_reps) if reps is not None else []
+            md += ["", *seq.section(seq_reps)] if seq_reps is not None else []
     wall = time.time() - t0
-    head = ["# Calibration of the verdict rule", "",
-            "Regenerate: `OMP_NUM_THREADS=1 .venv/bin/python benchmarks/calibration/calibration.py"
-            f"{' --quick' if args.quick else ''}`"
-            f" — wall time {wall:.0f} s on a shared 2-core CPU (one thread). Protocol: 2,000 test / 1,000 validation "
-            "rows, binary y and a, 80% accuracy, `tpr_gap_rms`, rows' difficulty shared by seeds and models (latent "
-            f"correlation 0.6), {LEAN['n_permutations']} permutations and {LEAN['n_bootstrap']} row resamples per "
-            "claim, α = 0.05. Rates: count/replicates = % [Wilson 95% interval].", ""]
-    text = "\n".join(head + md) + "\n"
+    if args.only == "sequential" and not args.quick:
+        text = seq.splice(old, md[1:]) if old else "\n".join(md[1:]) + "\n"
+    else:
+        head = ["# Calibration of the verdict rule", "",
+                "Regenerate: `OMP_NUM_THREADS=1 .venv/bin/python benchmarks/calibration/calibration.py"
+                f"{' --quick' if args.quick else ''}`"
+                f" — wall time {wall:.0f} s on a shared 2-core CPU (one thread). Protocol: 2,000 test / 1,000 validation "
+                "rows, binary y and a, 80% accuracy, `tpr_gap_rms`, rows' difficulty shared by seeds and models (latent "
+                f"correlation 0.6), {LEAN['n_permutations']} permutations and {LEAN['n_bootstrap']} row resamples per "
+                "claim, α = 0.05. Rates: count/replicates = % [Wilson 95% interval].", ""]
+        text = "\n".join(head + md) + "\n"
+        if args.only == "fixed" and seq.BEGIN in old and seq.END in old:
+            text = seq.splice(text, old[old.index(seq.BEGIN):old.index(seq.END) + len(seq.END)].splitlines())
     if args.out == "-":
         print(text)
     else:
