@@ -68,6 +68,8 @@ def grid_parser(doc: str, suite: str) -> argparse.ArgumentParser:
     p.add_argument("--work", default=str(default_work(suite)))
     p.add_argument("--quick", action="store_true", help="the protocols' quick variants (3 seeds, short budgets)")
     p.add_argument("--seeds", type=int, default=None)
+    p.add_argument("--max-seeds", type=int, default=None, help="faircl bench --max-seeds: add seeds where a claim is "
+                   "still open, up to this many per protocol")
     p.add_argument("--render", action="store_true", help="only rewrite the results file from --work")
     p.add_argument("--note", default="", help="a sentence added after the wall time (e.g. the machine's load)")
     return p
@@ -105,7 +107,7 @@ def shown(work: Path) -> str:
 
 
 def bench_command(suite: str, protocols: list[str], label: str, cls: str, args: dict[str, Any], out: Path,
-                  quick: bool = False, seeds: int | None = None) -> list[str]:
+                  quick: bool = False, seeds: int | None = None, max_seeds: int | None = None) -> list[str]:
     """``faircl bench <suite> --protocol … --method <cls> --name <label> --out <out> --method.init_args.k v …``."""
     faircl = shutil.which("faircl", path=str(Path(sys.executable).parent)) or "faircl"
     cmd = [faircl, "bench", suite, *sum((["--protocol", p] for p in protocols), []), "--method", cls,
@@ -117,6 +119,8 @@ def bench_command(suite: str, protocols: list[str], label: str, cls: str, args: 
         cmd.append("--quick")
     if seeds:
         cmd += ["--seeds", str(seeds)]
+    if max_seeds:
+        cmd += ["--max-seeds", str(max_seeds)]
     return cmd
 
 
@@ -146,6 +150,26 @@ def bench_wall(folder: Path, default: float = 0.0) -> float:
     """An invocation's wall time in seconds (its ``bench.json``)."""
     path = folder / "bench.json"
     return json.loads(path.read_text()).get("wall_s", default) if path.is_file() else default
+
+
+def bench_cpu(folder: Path) -> float:
+    """The CPU seconds of an invocation's runs, reused ones included (its ``bench.json``; 0 where not recorded)."""
+    path = folder / "bench.json"
+    return float(json.loads(path.read_text()).get("cpu_s", 0.0)) if path.is_file() else 0.0
+
+
+def seeds_cell(row: dict[str, str]) -> str:
+    """A bench row's seed count, with the look that decided it under ``--max-seeds`` (``8``, ``16 (look 2)``)."""
+    n = len(row["seeds"].split())
+    return f"{n} (look {row['look']})" if row.get("look") and row.get("level") and int(row["look"]) > 1 else str(n)
+
+
+def carried(line: str, at: int, cell: str = "—") -> str:
+    """A row kept from the file as it stood, with ``cell`` inserted as its ``at``-th cell (a column added since)."""
+    cells = line.strip().strip("|").split(" | ")
+    if len(cells) > at and cells[at].strip() == cell:
+        return line
+    return "| " + " | ".join([*cells[:at], cell, *cells[at:]]).strip() + " |"
 
 
 def fmt(row: dict[str, str]) -> str:

@@ -23,8 +23,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
-from _bench_grid import (bench_command, bench_rows, bench_wall, fmt, grid_parser, listed, load_grid,  # noqa: E402
-                         run_all, shown, slug, use_shared_data)
+from _bench_grid import (bench_command, bench_cpu, bench_rows, bench_wall, carried as carried_row, fmt,  # noqa: E402
+                         grid_parser, listed, load_grid, run_all, seeds_cell, shown, slug,
+                         use_shared_data)
 
 OUT = HERE / "results" / "embedding_bench.md"
 GRID = load_grid("embeddings", ("protocols", "methods"))
@@ -115,24 +116,35 @@ def render(work: Path, out: Path, note: str = "") -> None:
              "batch 16, validation every 10 steps, best validation loss kept); 3 seeds; baseline: the untouched "
              "encoder. Methods and arguments: `faircl/bench/grids/embeddings.yaml`. Values ×100 (CCED and SEAT |d| "
              "are not percentages); Δ = method − baseline paired by seed; [95% CI].", ""]
-    lines += ["| claim | Δ [95% CI] | verdict | baseline → method | Δ utility | bench wall time |",
-              "|---|---|---|---|---|---|"]
-    total = 0.0
+    lines += ["| claim | Δ [95% CI] | verdict | seeds | baseline → method | Δ utility | bench wall time |",
+              "|---|---|---|---|---|---|---|"]
+    total, cpu, carried = 0.0, 0.0, []
+    previous = out.read_text().splitlines() if out.is_file() else []
     for label in METHODS:
         folder = work / slug(label)
         got = bench_rows(folder)
-        if not got:
+        if not got:  # not run here: keep its rows of the file as it stands (a partial regeneration keeps the rest)
+            kept = [carried_row(line, 3) for line in previous if line.startswith(f"| {label} lowers ")]
+            lines += kept
+            if kept:
+                carried.append(label)
+                total += 60 * float(kept[0].rstrip(" |").rsplit("|", 1)[1].split()[0])
             continue
         wall = bench_wall(folder)
         total += wall
+        cpu += bench_cpu(folder)
         for r in got:
             values = f"{100 * float(r['baseline_gap']):.1f} → {100 * float(r['method_gap']):.1f}"
             du = f"{100 * float(r['utility_change']):+.1f} [{100 * float(r['utility_lo']):+.1f}, " \
                  f"{100 * float(r['utility_hi']):+.1f}]"
             lines.append(f"| {label} lowers {r['gap']} vs {r['baseline']} | {fmt(r)} | "
-                         f"**{r['verdict']}** | {values} | {du} | {wall / 60:.1f} min |")
+                         f"**{r['verdict']}** | {seeds_cell(r)} | {values} | {du} | {wall / 60:.1f} min |")
     lines += ["", f"Wall time of the bench invocations' own runs: {total / 60:.1f} min in all (each invocation's "
-              "`bench.json`: a run it reused from the baseline cache counts 0 there)." + (f" {note}" if note else ""),
+              "`bench.json`: a run it reused from the baseline cache counts 0 there)."
+              + (f" CPU time of the runs of the invocations run this time: {cpu / 3600:.2f} h (reused runs included)."
+                 if cpu else "") + (f" {note}" if note else "")
+              + (f" Rows of {', '.join(carried)} are those of the previous regeneration (not run again this time)."
+                 if carried else ""),
               "", "The reason behind each verdict, the baseline's bias against its null and the utility interval are "
               "in each invocation's `results.md`; the rows below repeat the reasons.", ""]
     for label in METHODS:
@@ -160,7 +172,8 @@ def main() -> None:
     names = listed(opts.methods)
     if not opts.render:
         run_all({label: bench_command("embeddings", list(GRID["protocols"]), label, method["class"],
-                                      method["init_args"], work / slug(label), opts.quick, opts.seeds)
+                                      method["init_args"], work / slug(label), opts.quick, opts.seeds,
+                                      opts.max_seeds)
                  for label, method in METHODS.items() if chosen(label, names)})
     render(work, Path(opts.out), opts.note)
     print(f"wrote {opts.out}")

@@ -32,8 +32,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
-from _bench_grid import (bench_command, bench_rows, bench_wall, fmt, grid_parser, listed, load_grid,  # noqa: E402
-                         run_all, shown, slug, stage1_epochs, use_shared_data)
+from _bench_grid import (bench_command, bench_cpu, bench_rows, bench_wall, carried as carried_row, fmt,  # noqa: E402
+                         grid_parser, listed, load_grid, run_all, seeds_cell, shown, slug, stage1_epochs,
+                         use_shared_data)
 
 from faircl.bench.spec import load_suite  # noqa: E402
 
@@ -85,14 +86,16 @@ def render(work: Path, out: Path, walls: dict[str, float], note: str = "") -> No
              "each one's `…_dto` twin (fairlib's DTO selection, run on request); every baseline trained once, "
              "cached and shared. Methods and arguments: `faircl/bench/grids/text.yaml`. Values ×100; Δ = method − "
              "baseline paired by seed; [95% CI].", ""]
-    lines += ["| claim | protocol | Δ [95% CI] | verdict | control | bench wall time |", "|---|---|---|---|---|---|"]
-    total, carried, ran = 0.0, [], []
+    lines += ["| claim | protocol | Δ [95% CI] | verdict | seeds | control | bench wall time |",
+              "|---|---|---|---|---|---|---|"]
+    total, carried, ran, cpu = 0.0, [], [], 0.0
     previous = out.read_text().splitlines() if out.is_file() else []
     for key, (label, _, protocols, _, part) in invocations([], []).items():
         folder = work / slug(key)
         got = bench_rows(folder)
         if not got:  # not run here: keep its rows of the file as it stands (a partial regeneration keeps the rest)
-            kept = [ln for ln in previous if ln.startswith(f"| {label} lowers ") and ln.split(" | ")[1] in protocols]
+            kept = [carried_row(ln, 4) for ln in previous
+                    if ln.startswith(f"| {label} lowers ") and ln.split(" | ")[1] in protocols]
             lines += kept
             if kept:
                 carried.append(key)
@@ -100,16 +103,19 @@ def render(work: Path, out: Path, walls: dict[str, float], note: str = "") -> No
             continue
         wall = bench_wall(folder, walls.get(key, 0.0))
         total += wall
+        cpu += bench_cpu(folder)
         ran.append(key)
         ctrl = {r["gap"]: r["verdict"] for r in got if r["protocol"].endswith("_permuted")}
         for r in got:
             if r["protocol"].endswith("_permuted"):
                 continue
             lines.append(f"| {label} lowers {r['gap']} vs {r.get('baseline') or 'CE'} | {r['protocol']} | {fmt(r)} | "
-                         f"**{r['verdict']}** | {ctrl.get(r['gap'], '—')} | {wall / 60:.1f} min |")
+                         f"**{r['verdict']}** | {seeds_cell(r)} | {ctrl.get(r['gap'], '—')} | {wall / 60:.1f} min |")
     lines += ["", f"Wall time of the bench invocations' own runs: {total / 60:.1f} min in all (each invocation's "
               "`bench.json`: a run it reused, from the baseline cache or from an earlier invocation of the same "
               "command, counts 0 there; the first invocation on a protocol trained and cached its baselines)."
+              + (f" CPU time of the runs of the invocations run this time: {cpu / 3600:.2f} h (reused runs included)."
+                 if cpu else "")
               + (f" {note}" if note else "")
               + _carried_note(carried, ran)]
     out.write_text("\n".join(lines) + "\n")
@@ -140,7 +146,7 @@ def main() -> None:
     walls: dict[str, float] = {}
     if not opts.render:
         walls = run_all({key: bench_command("text", protocols, label, cls, args, work / slug(key), opts.quick,
-                                            opts.seeds)
+                                            opts.seeds, opts.max_seeds)
                          for key, (label, cls, protocols, args, _) in invocations(names, parts).items()})
     render(work, Path(opts.out), walls, opts.note)
     print(f"wrote {opts.out}")

@@ -21,8 +21,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
-from _bench_grid import (bench_command, bench_rows, bench_wall, fmt, grid_parser, listed, load_grid,  # noqa: E402
-                         run_all, shown, slug, stage1_epochs, use_shared_data)
+from _bench_grid import (bench_command, bench_cpu, bench_rows, bench_wall, carried as carried_row, fmt,  # noqa: E402
+                         grid_parser, listed, load_grid, run_all, seeds_cell, shown, slug, stage1_epochs,
+                         use_shared_data)
 
 from faircl.bench.spec import load_suite  # noqa: E402
 
@@ -63,15 +64,16 @@ def render(work: Path, out: Path, note: str = "") -> None:
              "`faircl/bench/protocols/vision/`; 8 seeds; every baseline trained once, cached and shared. Methods and "
              "arguments: `faircl/bench/grids/vision.yaml`. Values ×100; Δ = method − baseline paired by seed; "
              "[95% CI].", ""]
-    lines += ["| claim | Δ [95% CI] | verdict | control | bench wall time |", "|---|---|---|---|---|"]
-    total, carried = 0.0, []
+    lines += ["| claim | Δ [95% CI] | verdict | seeds | control | bench wall time |", "|---|---|---|---|---|---|"]
+    total, carried, cpu = 0.0, [], 0.0
     previous = out.read_text().splitlines() if out.is_file() else []
     for key, (label, _, protocols, _) in invocations([], list(DATASETS)).items():
         ds = key.rsplit(" · ", 1)[1]
         folder = work / slug(key)
         got = bench_rows(folder)
         if not got:  # not run here: keep its rows of the file as it stands (a partial regeneration keeps the rest)
-            kept = [line for line in previous if line.startswith(f"| {label} lowers ") and f" ({ds}) |" in line]
+            kept = [carried_row(line, 3) for line in previous
+                    if line.startswith(f"| {label} lowers ") and f" ({ds}) |" in line]
             lines += kept
             if kept:
                 carried.append(key)
@@ -79,15 +81,18 @@ def render(work: Path, out: Path, note: str = "") -> None:
             continue
         wall = bench_wall(folder)
         total += wall
+        cpu += bench_cpu(folder)
         ctrl = {r["gap"]: r["verdict"] for r in got if r["protocol"].endswith("_permuted")}
         for r in got:
             if r["protocol"].endswith("_permuted"):
                 continue
             lines.append(f"| {label} lowers {r['gap']} vs {r['baseline']} ({ds}) | {fmt(r)} | **{r['verdict']}** "
-                         f"| {ctrl.get(r['gap'], '—')} | {wall / 60:.1f} min |")
+                         f"| {seeds_cell(r)} | {ctrl.get(r['gap'], '—')} | {wall / 60:.1f} min |")
     lines += ["", f"Wall time of the bench invocations' own runs: {total / 60:.1f} min in all (each invocation's "
               "`bench.json`: a run it reused, from the baseline cache or from an earlier invocation of the same "
               "command, counts 0 there; the first invocation on a protocol trained and cached its baselines)."
+              + (f" CPU time of the runs of the invocations run this time: {cpu / 3600:.2f} h (reused runs included)."
+                 if cpu else "")
               + (f" {note}" if note else "")
               + (f" Rows of {', '.join(carried)} are those of the previous regeneration (not run again this time)."
                  if carried else "")]
@@ -103,7 +108,8 @@ def main() -> None:
     work = Path(opts.work)
     names, datasets = listed(opts.methods), listed(opts.datasets, DATASETS, "--datasets")
     if not opts.render:
-        run_all({key: bench_command("vision", protocols, label, cls, args, work / slug(key), opts.quick, opts.seeds)
+        run_all({key: bench_command("vision", protocols, label, cls, args, work / slug(key), opts.quick, opts.seeds,
+                                 opts.max_seeds)
                  for key, (label, cls, protocols, args) in invocations(names, datasets).items()})
     render(work, Path(opts.out), opts.note)
     print(f"wrote {opts.out}")

@@ -315,6 +315,7 @@ def bench(argv: list[str]) -> int:
     every = [t for ts in tasks.values() for t in ts]
     n_base = sum(t.baseline for t in every)
     reused = sum(t.baseline and t.done and (t.folder / "run.json").stat().st_mtime < began for t in every)
+    cpu_all = sum(t.record().get("cpu_s", 0.0) for t in every if t.done)  # what the evidence cost, reused or not
     for line in undecided:
         say(f"faircl bench: claim not decided: {line}")
     header = [f"Method **{method.label}** (`{class_path}`{', ' + json.dumps(init_args) if init_args else ''}) on "
@@ -322,7 +323,8 @@ def bench(argv: list[str]) -> int:
               "",
               f"Protocols: {', '.join(f'{p.name} v{p.version}' for p in runnable)}. Runs: {len(every)}, of which "
               f"{n_base} baseline runs ({reused} reused from the cache {cache}, {n_base - reused} trained now); "
-              f"wall time of this invocation's runs {train_s:.0f} s on {platform.node() or 'this machine'}."
+              f"wall time of this invocation's runs {train_s:.0f} s on {platform.node() or 'this machine'}; CPU time of "
+              f"all {len(every)} runs (reused ones included) {cpu_all / 60:.1f} min."
               + (f" Left out (on request only: `--protocol NAME`): {', '.join(left_out)}." if left_out else ""),
               "", _design_text(found, opts.max_seeds, opts.alpha)]
     md, csv_path, png = write_results(out, rows, skipped, header, failures, undecided)
@@ -331,6 +333,7 @@ def bench(argv: list[str]) -> int:
                                                              "init_args": init_args, "key": method.key()},
         "protocols": {p.name: {"version": p.version, "key": p.key(), "source": p.source} for p in runnable},
         "skipped": dict(skipped), "undecided": undecided, "failures": failures, "wall_s": round(train_s, 1),
+        "cpu_s": round(cpu_all, 1), "decide_cpu_s": round(time.process_time(), 1),
         "design": {"max_seeds": opts.max_seeds, "alpha": opts.alpha, "seeds": found.seeds,
                    "looks": [{"number": k.number, "level": k.level, "seeds": k.seeds} for k in found.looks]},
         "against": opts.against,
