@@ -68,3 +68,9 @@ def test_schedule_of_one_protocol_follows_its_looks():
 def test_only_inconclusive_asks_for_more_seeds():
     assert "inconclusive" not in DECIDED
     assert set(DECIDED) == {"holds", "contradicted", "does not hold", "untestable", "degenerate"}
+
+
+def test_without_a_cap_the_schedule_is_the_fixed_design():
+    plan = schedule({"a": 3, "b": 8}, None, alpha=0.01)
+    assert len(plan) == 1
+    assert plan[0].number == 1 and plan[0].level == 0.01 and plan[0].seeds == {"a": 3, "b": 8}
