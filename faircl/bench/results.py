@@ -21,6 +21,7 @@ import numpy as np
 from faircl.bench.runner import RunTask
 from faircl.bench.spec import Protocol
 from faircl.eval.baseline import baseline_evidence, statistic_evidence
+from faircl.eval.power import rows_to_decide
 from faircl.eval.report import arrow
 from faircl.eval.run_folders import read_items, read_run, read_runs_rows
 from faircl.eval.tradeoff import Setting
@@ -124,9 +125,23 @@ def decide_bench(protocols: list[Protocol], tasks: dict[str, list[RunTask]], met
                 ev = replace(ev, smallest_effect=p.smallest_effect)
             found.append((row, ev, margin))
     verdicts = decide([ev for _, ev, _ in found], alpha=alpha, margin=[m for _, _, m in found]) if found else []
-    for (row, _, _), v in zip(found, verdicts):
+    level = alpha / max(1, sum(math.isfinite(ev.effect.p_value) for _, ev, _ in found))  # as decide plans seeds
+    by_name = {p.name: p for p in protocols}
+    for (row, ev, margin), v in zip(found, verdicts):
+        p = by_name[row.protocol]
+        if v.verdict == "inconclusive" and p.test_rows:
+            v = replace(v, reason=f"{v.reason}; {_rows_needed(p, ev, margin, level)}")
         row.verdict, row.claim = v, v.name
     return [row for row, _, _ in found]
+
+
+def _rows_needed(p: Protocol, ev: ClaimEvidence, margin: float, level: float) -> str:
+    """How many test rows would decide an open claim at the protocol's seeds (a protocol whose data can grow)."""
+    now = int(p.data["init_args"][p.test_rows])
+    factor = rows_to_decide(ev.effect, ev.utility, ev.target, p.seeds, level, margin)
+    if factor is None:
+        return f"more test rows alone would not decide it at {p.seeds} seeds"
+    return f"at {p.seeds} seeds, about {math.ceil(factor * now):,} test rows would ({p.test_rows}, now {now:,})"
 
 
 def _evidence(p: Protocol, read: ProtocolRuns, n_permutations: int, n_bootstrap: int,

@@ -36,6 +36,8 @@ of the cache key, as it changes no baseline.
 ``smallest_effect: 0.02`` with ``smallest_effect_reason: "..."`` is the smallest reduction worth claiming (2 points):
 a claim without a paper effect is judged against it (:attr:`faircl.eval.verdicts.ClaimEvidence.smallest_effect`),
 so that it can read "does not hold" as well as "holds"; like ``stage1_share`` it is not part of the cache key.
+``test_rows: n_test`` marks a protocol whose data can be enlarged (a synthetic set) and names the data argument that
+sets its test rows: an inconclusive claim then also says how many test rows would decide it at the protocol's seeds.
 A protocol of the ``embeddings`` suite trains an encoder on counterfactual tuples, has an ``evaluate`` block (subset
 sizes of the embedding bias sets, :data:`EVALUATE_DEFAULTS`) and claims that name an item-level ``score``
 (:data:`ITEM_SCORES`) instead of a ``gap``: :mod:`faircl.bench.embeddings`.
@@ -144,6 +146,9 @@ class Protocol:
     #: paper effect (e.g. one added by ``--against``) is judged against it, so it too can read "does not hold"
     smallest_effect: float | None = None
     smallest_effect_reason: str = ""
+    #: where the data can be enlarged (a synthetic set), its argument that sets the test rows (``n_test``): an
+    #: inconclusive claim then also says how many test rows its seeds would need
+    test_rows: str | None = None
     quick: bool = False
     suite: str = field(default="", metadata=_LOADER)
     source: str = field(default="", metadata=_LOADER)
@@ -326,6 +331,10 @@ def _protocol(name: str, suite: str, files: dict[str, Path], quick: bool) -> Pro
     if unknown:
         raise CLIError(f"bench: {path}: 'evaluate' must be a mapping of {', '.join(EVALUATE_DEFAULTS)}; unknown "
                        f"key {unknown[0]!r}")
+    rows_arg = values.get("test_rows")
+    if rows_arg is not None and not isinstance(values["data"].get("init_args", {}).get(rows_arg), int):
+        raise CLIError(f"bench: {path}: 'test_rows' must name an integer argument of data.init_args (e.g. n_test), "
+                       f"got {rows_arg!r}")
     effect = values.get("smallest_effect")
     if effect is not None and not (0 < effect < 1 and values.get("smallest_effect_reason", "").strip()):
         raise CLIError(f"bench: {path}: 'smallest_effect' must be a fraction in (0, 1) (0.02 = 2 points) with its "

@@ -14,7 +14,7 @@ from scipy import stats
 
 from faircl.eval.statistics import Effect
 
-__all__ = ["holds_detectable_effect", "seeds_to_decide"]
+__all__ = ["holds_detectable_effect", "rows_to_decide", "seeds_to_decide"]
 
 
 def _decides(n: float, effect: Effect, utility: Effect, target: float, alpha: float, margin: float, power: float,
@@ -92,6 +92,29 @@ def seeds_to_decide(effect: Effect, utility: Effect, target: float | None, alpha
         return None, "no number of seeds decides this on these rows"
     return None, (f"no number of seeds decides this on these {n_rows:,} rows (their shared noise alone is too large); "
                   f"about {math.ceil(k * n_rows):,} rows and {n} seeds would ({what})")
+
+
+def rows_to_decide(effect: Effect, utility: Effect, target: float | None, seeds: int, alpha: float = 0.05,
+                   margin: float = 0.02, power: float = 0.8, max_factor: float = 1e4) -> float | None:
+    """By what factor the test rows must grow for ``seeds`` seeds to decide the claim with ``power`` (as
+    :func:`seeds_to_decide`), for a protocol whose data can be enlarged (a synthetic set); ``None`` when no factor up
+    to ``max_factor`` does (the seeds' own spread is the limit).
+
+    Only the row noise every seed shares (:attr:`Effect.shared`) is scaled (as 1 / rows): the per-seed spread also
+    holds each seed's own row noise, which more rows would shrink too, so the factor is an upper bound."""
+    if target is None or seeds < 2 or effect.df < 1 or not math.isfinite(effect.se) or utility.df < 1 \
+            or not math.isfinite(utility.se):
+        return None
+    args = (effect, utility, target, alpha, margin, power)
+    if not _decides(seeds, *args, rows=max_factor):
+        return None
+    lo, hi = 1.0, 2.0
+    while not _decides(seeds, *args, rows=hi):
+        lo, hi = hi, 2 * hi
+    while hi / lo > 1.01:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if not _decides(seeds, *args, rows=mid) else (lo, mid)
+    return hi
 
 
 def holds_detectable_effect(effect: Effect, utility: Effect, alpha: float = 0.05, margin: float = 0.02,

@@ -119,6 +119,7 @@ def test_extends_replaces_selection_and_baselines_whole(tmp_path):
     (BASE + "extends: nowhere\n", "extends 'nowhere', which is not a protocol"),
     (BASE + "smallest_effect: 0.02\n", "'smallest_effect' must be a fraction in (0, 1) (0.02 = 2 points) with its"),
     (BASE + "smallest_effect: 2\nsmallest_effect_reason: two points\n", "'smallest_effect' must be a fraction"),
+    (BASE + "test_rows: n_rows\n", "'test_rows' must name an integer argument of data.init_args (e.g. n_test)"),
 ])
 def test_a_bad_protocol_file_is_refused_naming_the_file_and_the_key(tmp_path, text, says):
     (tmp_path / "base.yaml").write_text(text)

@@ -485,3 +485,20 @@ def test_a_method_that_predicts_as_the_baseline_does_not_hold():
     v, = verdict_of(C.claim_from_predictions("moved", C.SplitPredictions(yt, at, bt), C.SplitPredictions(yt, at, moved),
                                              C.SplitPredictions(yv, av, bv), n_bootstrap=200))
     assert "on every seed" not in v.reason
+
+
+def test_rows_needed_at_fixed_seeds_scale_the_shared_row_noise_only():
+    """A synthetic set can grow: at 8 seeds, the factor on the rows that decides a claim whose shared row noise is
+    the limit is found (and, with those rows, the claim is decided); a claim limited by the seeds' own spread gets
+    none."""
+    from faircl.eval.power import _decides, rows_to_decide
+
+    u = C.paired_seed_comparison(np.zeros(8), 0.001 * np.arange(-4, 4))
+    e = C.Effect(0.0, -0.05, 0.05, 1.0, math.sqrt(0.004 ** 2 + 0.02 ** 2), 7, 8, 800, shared=0.02 ** 2)
+    k = rows_to_decide(e, u, -0.045, 8)
+    assert k is not None and 1 < k < 100
+    assert _decides(8, e, u, -0.045, 0.05, 0.02, 0.8, rows=k) and not _decides(8, e, u, -0.045, 0.05, 0.02, 0.8,
+                                                                                 rows=k / 1.05)
+    spread = C.Effect(0.0, -0.2, 0.2, 1.0, 0.06, 7, 8, 800, shared=1e-8)   # the seeds' spread: 6 points
+    assert rows_to_decide(spread, u, -0.045, 8) is None
+    assert rows_to_decide(e, u, None, 8) is None and rows_to_decide(e, u, -0.045, 1) is None
