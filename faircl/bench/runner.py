@@ -114,8 +114,9 @@ class RunTask:
     two_views: bool = False
 
     def config(self) -> dict[str, Any]:
-        """The full config of the run's ``faircl fit`` (the protocol's data, budget and encoder; the setting's
-        class and arguments over the protocol's model arguments)."""
+        """The full config of the run's ``faircl fit`` and ``faircl test`` (the protocol's data, budget and encoder;
+        the setting's class and arguments over the protocol's model arguments). The test draws no ``report.png``
+        (``report_plot: false``): the bench draws its own figures from every run's report."""
         p = self.protocol
         trainer = deep_merge(p.trainer, {"default_root_dir": str(self.folder), "enable_progress_bar": False,
                                          "enable_model_summary": False})
@@ -126,7 +127,8 @@ class RunTask:
             trainer["callbacks"] = callbacks
         data = deep_merge(p.data, {"init_args": {"two_views": True}} if self.two_views else {})
         return {"seed_everything": int(self.seed), "trainer": trainer, "data": data,
-                "model": {"class_path": self.class_path, "init_args": deep_merge(p.model, self.init_args)}}
+                "model": {"class_path": self.class_path, "init_args": deep_merge(p.model, self.init_args)},
+                "report_plot": False}
 
     def prepare(self) -> None:
         """An empty run folder (an interrupted run's is cleared) with ``config.yaml`` and, under a selection,

@@ -189,6 +189,7 @@ class FairCLI(LightningCLI):
         # input_kind: the model is built once, for the datamodule's input (faircl.methods.inputs)
         parser.link_arguments("data", "model.init_args.input_kind", compute_fn=self._linked_input_kind,
                               apply_on="instantiate")
+        parser.add_argument("--report_plot", type=bool, default=True, help="test draws report.png (bench runs: no)")
 
     def _linked_input_kind(self, dm: FairDataModule) -> str | None:
         """The datamodule's ``input_kind`` when the chosen method (and an explicit encoder) can train on it; else
@@ -334,10 +335,13 @@ class FairCLI(LightningCLI):
         rows = getattr(self.model, "test_rows", None) or {}
         meta.update(run_record(self.model, self.datamodule, rows, log_dir))
         path = write_report(report, log_dir, meta=meta)
-        plot_report(report, log_dir / "report.png", title=f"{meta['method']} on {meta['data']} — test",
-                    rows=rows.get("test"), class_names=getattr(self.datamodule, "class_names", None))
+        files = [path, path.with_suffix(".md")]
+        if (self.config.get(self.subcommand) or self.config).get("report_plot", True):  # false: a bench's runs
+            files.append(log_dir / "report.png")
+            plot_report(report, files[-1], title=f"{meta['method']} on {meta['data']} — test",
+                        rows=rows.get("test"), class_names=getattr(self.datamodule, "class_names", None))
         print_report(report, title=f"{meta['method']} on {meta['data']} — test")
-        print(f"report written to {path}, {path.with_suffix('.md')} and {path.with_name('report.png')}")
+        print(f"report written to {', '.join(map(str, files[:-1]))} and {files[-1]}")
 
     def after_predict(self) -> None:
         if self.prediction_writer is not None and self.prediction_writer.written and self.trainer.is_global_zero:

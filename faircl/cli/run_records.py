@@ -13,7 +13,7 @@ from faircl.methods.records import json_safe
 __all__ = ["fit_record_of", "run_record"]
 
 #: keys of the fit configuration that say nothing about what was trained
-_DROP = ("config", "ckpt_path", "trainer.callbacks", "trainer.logger")
+_DROP = ("config", "ckpt_path", "report_plot", "trainer.callbacks", "trainer.logger")
 
 
 def fit_record_of(config: dict[str, Any]) -> dict[str, Any]:

@@ -113,7 +113,9 @@ def test_a_run_under_shens_rule_tests_the_epoch_the_rule_picks(tmp_path, monkeyp
     from faircl.methods import CE
     task = plan(protocol, MethodSpec("CE", "faircl.methods.CE", {}, CE), [0], tmp_path / "out", tmp_path / "cache")[0]
     task.prepare()
+    assert task.config()["report_plot"] is False
     assert run_one(str(task.folder)) == 0
+    assert not list(task.folder.rglob("report.png"))  # a bench run draws no per-run picture: the bench draws its own
     history = json.loads((task.folder / "epochs.json").read_text())
     assert [e["epoch"] for e in history] == [0, 1, 2, 3]
     acc = [e["metrics"]["val/accuracy"] for e in history]
@@ -138,7 +140,9 @@ def test_a_staged_method_is_selected_among_its_final_stage_epochs_only(tmp_path,
     task = plan(protocol, spec, [0], tmp_path / "out", tmp_path / "cache")[-1]
     assert not task.baseline
     task.prepare()
+    assert task.config()["report_plot"] is False
     assert run_one(str(task.folder)) == 0
+    assert not list(task.folder.rglob("report.png"))  # a bench run draws no per-run picture: the bench draws its own
     history = json.loads((task.folder / "epochs.json").read_text())
     # stage 1 (epochs 0-1) is plain CE: with a tolerance of 100 points it would win on a lower gap, and on F1 it
     # often wins outright, if it were a candidate; only the final stage's epochs are (a monitor included)
