@@ -10,12 +10,14 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 import numpy as np
 import torch
 
 from faircl.data.base import FairDataModule, FairDataset
+from faircl.data.generated_cache import cached_json
 from faircl.data.text.base import RawSplit, TextDataModule, make_eda
 from faircl.data.vocab import WordVocab
 
@@ -205,7 +207,8 @@ class SynthBios(FairDataModule):
             s2=str(rng.choice(_SHARED)))
         return text
 
-    def load_splits(self) -> dict[str, FairDataset]:
+    def generate(self) -> dict[str, tuple[list[str], list[int], list[int]]]:
+        """The bios, professions and genders of every split, drawn from ``seed`` (the same for every run)."""
         rng = np.random.default_rng(self.seed)
         stereo = np.array([_PROFESSIONS[p][0] for p in self.class_names])
         raw = {}
@@ -213,7 +216,16 @@ class SynthBios(FairDataModule):
             y = rng.integers(0, len(self.class_names), size=n)
             bias = self.bias if split == "train" else 0.5
             a = np.where(rng.random(n) < bias, stereo[y], 1 - stereo[y])
-            raw[split] = ([self._bio(int(p), int(g), rng) for p, g in zip(y, a)], y, a)
+            raw[split] = ([self._bio(int(p), int(g), rng) for p, g in zip(y, a)], y.tolist(), a.tolist())
+        return raw
+
+    def load_splits(self) -> dict[str, FairDataset]:
+        # built once per set of arguments, then read from disk by every run (faircl.data.generated_cache)
+        spec = {"class": f"{type(self).__module__}.{type(self).__qualname__}", "sizes": self.sizes,
+                "bias": self.bias, "topic_noise": self.topic_noise, "title_rate": self.title_rate, "seed": self.seed}
+        stored = cached_json("synthbios", spec, self.generate, code=(inspect.getfile(type(self)), __file__))
+        raw = {split: (texts, np.asarray(y, dtype=np.int64), np.asarray(a, dtype=np.int64))
+               for split, (texts, y, a) in stored.items()}
         transform = None
         if self.representation == "tokens":
             self.vocab = transform = WordVocab(raw["train"][0], max_len=self.max_len)

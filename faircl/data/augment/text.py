@@ -9,6 +9,7 @@ data has no offline source, so synonyms are looked up **without part of speech**
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import random
 import re
@@ -19,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from faircl.data import generated_cache
 from faircl.data.augment.base import _Seeded
 from faircl.data.counterfactual.cda import match_case, swap_words
 
@@ -168,6 +170,44 @@ def load_wordnet(nltk_data: str | os.PathLike) -> Any:
     return _WORDNET_READERS[key]
 
 
+#: per prepared WordNet: the synonyms every run looked up so far, and the file that holds them, in the prepared copy
+#: (so it goes with it; ``None``: a WordNet that faircl did not prepare, or ``FAIRCL_GENERATED_CACHE=off``): a run
+#: whose words were all looked up before never parses WordNet
+_STORED_SYNONYMS: dict[str, tuple[dict[str, list[str]], Path | None]] = {}
+
+
+def _synonym_store(nltk_data: str) -> tuple[dict[str, list[str]], Path | None]:
+    if nltk_data not in _STORED_SYNONYMS:
+        known: dict[str, list[str]] = {}
+        wordnet = Path(nltk_data) / "corpora" / "wordnet"
+        path = None
+        if generated_cache.enabled() and (wordnet / ".prepared-from").is_file():
+            path = wordnet / f".faircl-synonyms-{generated_cache.file_digest(__file__)[:16]}.jsonl"
+            try:
+                lines = path.read_text(encoding="utf-8").splitlines()
+            except OSError:
+                lines = []
+            for line in lines:
+                try:
+                    word, synonyms = json.loads(line)
+                except ValueError:
+                    continue  # a line another run was still writing
+                known[word] = synonyms
+        _STORED_SYNONYMS[nltk_data] = (known, path)
+    return _STORED_SYNONYMS[nltk_data]
+
+
+def _remember(path: Path | None, word: str, synonyms: list[str]) -> None:
+    """Append a word's synonyms to the store (one line, one write: concurrent runs never interleave lines)."""
+    if path is None:
+        return
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps([word, synonyms]) + "\n")
+    except OSError:
+        pass  # a read-only cache: the next run looks the word up again
+
+
 _TOKEN = re.compile(r"^(\W*)(.*?)(\W*)$", re.S)
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being below between
@@ -247,16 +287,20 @@ class EDA(_Seeded):
             )
         key = word.lower()
         if key not in self._synonym_cache:
-            wn = load_wordnet(self.nltk_data)
-            synsets = wn.synsets(key)
-            own = [s for s in synsets if any(lem.name().lower() == key for lem in s.lemmas())]
-            seen: dict[str, None] = {}
-            for s in own or synsets:
-                for lem in s.lemmas():
-                    name = lem.name().replace("_", " ").replace("-", " ").lower()
-                    if name != key:
-                        seen.setdefault(name, None)
-            self._synonym_cache[key] = list(seen)
+            known, store = _synonym_store(self.nltk_data)
+            if key not in known:  # not looked up by any run yet: parse WordNet (4 s, once per process)
+                wn = load_wordnet(self.nltk_data)
+                synsets = wn.synsets(key)
+                own = [s for s in synsets if any(lem.name().lower() == key for lem in s.lemmas())]
+                seen: dict[str, None] = {}
+                for s in own or synsets:
+                    for lem in s.lemmas():
+                        name = lem.name().replace("_", " ").replace("-", " ").lower()
+                        if name != key:
+                            seen.setdefault(name, None)
+                known[key] = list(seen)
+                _remember(store, key, known[key])
+            self._synonym_cache[key] = known[key]
         return self._synonym_cache[key]
 
     def __call__(self, text: str) -> str:
