@@ -160,6 +160,8 @@ def bench_cpu(folder: Path) -> float:
 
 def seeds_cell(row: dict[str, str]) -> str:
     """A bench row's seed count, with the look that decided it under ``--max-seeds`` (``8``, ``16 (look 2)``)."""
+    if not row.get("seeds"):
+        return "—"
     n = len(row["seeds"].split())
     return f"{n} (look {row['look']})" if row.get("look") and row.get("level") and int(row["look"]) > 1 else str(n)
 
@@ -170,6 +172,43 @@ def carried(line: str, at: int, cell: str = "—") -> str:
     if len(cells) > at and cells[at].strip() == cell:
         return line
     return "| " + " | ".join([*cells[:at], cell, *cells[at:]]).strip() + " |"
+
+
+def open_claims(folders: dict[str, Path]) -> list[str]:
+    """A section on every claim still inconclusive in the invocations run this time (name → folder): the seeds it
+    ran, the seeds its verdict says would decide it with 80% power (or why no number would), and what those seeds
+    would cost in CPU hours at the CPU time per seed its protocol's runs took here (method and baselines)."""
+    rows = []
+    for name, folder in folders.items():
+        path = folder / "bench.json"
+        if not path.is_file():
+            continue
+        bench = json.loads(path.read_text())
+        per_seed: dict[str, dict[int, float]] = {}
+        for run in bench.get("runs", []):
+            seeds = per_seed.setdefault(run["protocol"], {})
+            seeds[run["seed"]] = seeds.get(run["seed"], 0.0) + float(run.get("cpu_s", 0.0))
+        for r in bench_rows(folder):
+            if r["verdict"] != "inconclusive" or r["protocol"].endswith("_permuted"):
+                continue
+            ran = len((r.get("seeds") or "").split())
+            costs = [c for c in per_seed.get(r["protocol"], {}).values() if c > 0]
+            if r.get("seeds_needed"):
+                need = int(r["seeds_needed"])
+                cost = f"{max(need - ran, 0) * sum(costs) / len(costs) / 3600:.2f}" if costs else "—"
+                rows.append(f"| {r.get('claim', name)} | {r['protocol']} | {ran} | {need} | {cost} |")
+            else:
+                why = (r.get("reason") or "no reason recorded").rsplit("; ", 2)
+                said = next((w for w in why if "seeds" in w and ("would" in w or "no number" in w)), why[-1])
+                rows.append(f"| {r.get('claim', name)} | {r['protocol']} | {ran} | — ({said}) | — |")
+    if not rows:
+        return []
+    return ["", "## Open claims: what would decide them", "",
+            "Each claim still *inconclusive* after the runs of this regeneration, with the seeds that would decide it "
+            "with 80% power (its verdict's `seeds_needed`: *holds* if the paper's effect, or the protocol's smallest "
+            "effect of interest, is real, *does not hold* if there is no change) and what the seeds beyond those run "
+            "would cost at the CPU time per seed (method and baselines) its protocol took here.", "",
+            "| claim | protocol | seeds run | seeds needed | CPU hours for the rest |", "|---|---|---|---|---|", *rows]
 
 
 def fmt(row: dict[str, str]) -> str:

@@ -24,7 +24,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
 from _bench_grid import (bench_command, bench_cpu, bench_rows, bench_wall, carried as carried_row, fmt,  # noqa: E402
-                         grid_parser, listed, load_grid, run_all, seeds_cell, shown, slug,
+                         grid_parser, listed, load_grid, open_claims, run_all, seeds_cell, shown, slug,
                          use_shared_data)
 
 OUT = HERE / "results" / "embedding_bench.md"
@@ -150,6 +150,7 @@ def render(work: Path, out: Path, note: str = "") -> None:
     for label in METHODS:
         for r in bench_rows(work / slug(label)):
             lines.append(f"- {label} · {r['gap']}: {r['verdict']}: {r['reason']}")
+    lines += open_claims({label: work / slug(label) for label in METHODS if (work / slug(label) / "bench.json").is_file()})
     lines += beta_table(work)
     png = out.with_name("embedding_beta.png")
     if plot_beta(work, png):

@@ -33,7 +33,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
 from _bench_grid import (bench_command, bench_cpu, bench_rows, bench_wall, carried as carried_row, fmt,  # noqa: E402
-                         grid_parser, listed, load_grid, run_all, seeds_cell, shown, slug, stage1_epochs,
+                         grid_parser, listed, load_grid, open_claims, run_all, seeds_cell, shown, slug, stage1_epochs,
                          use_shared_data)
 
 from faircl.bench.spec import load_suite  # noqa: E402
@@ -118,6 +118,7 @@ def render(work: Path, out: Path, walls: dict[str, float], note: str = "") -> No
                  if cpu else "")
               + (f" {note}" if note else "")
               + _carried_note(carried, ran)]
+    lines += open_claims({key: work / slug(key) for key in ran})
     out.write_text("\n".join(lines) + "\n")
 
 

@@ -22,7 +22,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
 from _bench_grid import (bench_command, bench_cpu, bench_rows, bench_wall, carried as carried_row, fmt,  # noqa: E402
-                         grid_parser, listed, load_grid, run_all, seeds_cell, shown, slug, stage1_epochs,
+                         grid_parser, listed, load_grid, open_claims, run_all, seeds_cell, shown, slug, stage1_epochs,
                          use_shared_data)
 
 from faircl.bench.spec import load_suite  # noqa: E402
@@ -65,7 +65,7 @@ def render(work: Path, out: Path, note: str = "") -> None:
              "arguments: `faircl/bench/grids/vision.yaml`. Values ×100; Δ = method − baseline paired by seed; "
              "[95% CI].", ""]
     lines += ["| claim | Δ [95% CI] | verdict | seeds | control | bench wall time |", "|---|---|---|---|---|---|"]
-    total, carried, cpu = 0.0, [], 0.0
+    total, carried, cpu, ran = 0.0, [], 0.0, []
     previous = out.read_text().splitlines() if out.is_file() else []
     for key, (label, _, protocols, _) in invocations([], list(DATASETS)).items():
         ds = key.rsplit(" · ", 1)[1]
@@ -82,6 +82,7 @@ def render(work: Path, out: Path, note: str = "") -> None:
         wall = bench_wall(folder)
         total += wall
         cpu += bench_cpu(folder)
+        ran.append(key)
         ctrl = {r["gap"]: r["verdict"] for r in got if r["protocol"].endswith("_permuted")}
         for r in got:
             if r["protocol"].endswith("_permuted"):
@@ -96,6 +97,7 @@ def render(work: Path, out: Path, note: str = "") -> None:
               + (f" {note}" if note else "")
               + (f" Rows of {', '.join(carried)} are those of the previous regeneration (not run again this time)."
                  if carried else "")]
+    lines += open_claims({key: work / slug(key) for key in ran})
     out.write_text("\n".join(lines) + "\n")
 
 

@@ -44,7 +44,7 @@ def test_beta_ablation_rows_table_and_picture(tmp_path):
     text = out.read_text()
     one = next(ln for ln in text.splitlines() if ln.startswith("| CCD β=1 lowers cced_heldout"))
     zero = next(ln for ln in text.splitlines() if ln.startswith("| CCD β=0 lowers cced_heldout"))
-    assert one.startswith("| CCD β=1 lowers cced_heldout vs original | -5.0 [-6.0, -4.0] | **holds** | 7.8 → 2.8 |")
+    assert one.startswith("| CCD β=1 lowers cced_heldout vs original | -5.0 [-6.0, -4.0] | **holds** | — | 7.8 → 2.8 |")
     assert "**does not hold**" in zero
     table = [ln for ln in text.splitlines() if ln.startswith(("| 0 |", "| 1 |"))]
     assert len(table) == 2 and "-7.0 [-8.0, -6.0] does not hold" in table[0] and "-4.0 [-5.0, -3.0]" in table[0]

@@ -102,7 +102,7 @@ def test_render_writes_each_claim_with_its_control(tmp_path, bench_out):
     assert len(lines) == 2  # the main protocol's two claims; the control goes into its own column
     gap, leak = lines
     assert gap == ("| Con_* (l2 h, Shen) lowers tpr_gap_rms vs CE | synthbios_minilm | -17.2 [-23.8, -10.6] | "
-                   "**holds** | untestable | 2.0 min |")
+                   "**holds** | — | untestable | 2.0 min |")
     assert "-0.1 [-0.4, +0.1]" in leak and "**inconclusive**" in leak
     adv = next(ln for ln in out.read_text().splitlines() if ln.startswith("| Adv lowers eo_gap"))
     assert "| bios_samples_chi | -50.0 [-200.0, +100.0] | **inconclusive** | — |" in adv
@@ -118,3 +118,33 @@ def test_the_hate_speech_part_runs_both_confair_variants():
         inv = text_bench.invocations([label], ["hate"])
         ((_, cls, protocols, args, _),) = inv.values()
         assert cls == "ConFair" and protocols == ["hate_speech_embed"] and "normalize" in args
+
+
+def test_open_claims_say_the_seeds_they_need_and_their_cpu_cost(tmp_path):
+    """The open-claims section: a claim with seeds_needed costs (needed − run) × the CPU per seed of its protocol's
+    runs (method and baselines); one that no number of seeds decides says why; decided claims and controls are left
+    out."""
+    import csv
+    import json
+
+    from _bench_grid import open_claims
+
+    folder = tmp_path / "inv"
+    folder.mkdir()
+    cols = ["claim", "protocol", "verdict", "seeds", "seeds_needed", "reason"]
+    with open(folder / "results.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(cols)
+        w.writerow(["M lowers gap vs CE", "p", "inconclusive", "0 1 2 3", "10", "no significant change; 10 seeds "
+                    "would decide it with 80% power"])
+        w.writerow(["M lowers leakage_h vs CE", "p", "inconclusive", "0 1 2 3", "",
+                    "no significant change; no number of seeds decides this on these 280 rows"])
+        w.writerow(["M lowers gap vs CE", "p_permuted", "inconclusive", "0 1 2 3", "9", "x"])
+        w.writerow(["M lowers gap vs DML", "p", "holds", "0 1 2 3", "", "the gap falls"])
+    runs = [{"protocol": "p", "seed": s, "cpu_s": 900.0} for s in range(4) for _ in range(2)]  # 1800 s a seed
+    (folder / "bench.json").write_text(json.dumps({"runs": runs}))
+    lines = open_claims({"M": folder})
+    table = [ln for ln in lines if ln.startswith("| M lowers")]
+    assert table == ["| M lowers gap vs CE | p | 4 | 10 | 3.00 |",
+                     "| M lowers leakage_h vs CE | p | 4 | — (no number of seeds decides this on these 280 rows) | — |"]
+    assert open_claims({"none": tmp_path / "missing"}) == []

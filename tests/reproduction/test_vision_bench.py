@@ -55,7 +55,7 @@ def test_render_writes_each_claim_with_its_control(tmp_path, bench_out):
     text = out.read_text()
     gap = next(ln for ln in text.splitlines()
                if ln.startswith("| Con_* (l2 h, Shen) lowers tpr_gap_rms vs CE (digits)"))
-    assert gap.endswith("| -5.0 [-8.0, -2.0] | **holds** | untestable | 1.5 min |")
+    assert gap.endswith("| -5.0 [-8.0, -2.0] | **holds** | — | untestable | 1.5 min |")
     leak = next(ln for ln in text.splitlines() if ln.startswith("| Con_* (l2 h, Shen) lowers leakage_h"))
     assert "-40.0 [-44.0, -36.0]" in leak
     knn = next(ln for ln in text.splitlines() if ln.startswith("| PARADE lowers tpr_gap_rms vs DML (utkface)"))
