@@ -193,7 +193,10 @@ def open_claims(folders: dict[str, Path]) -> list[str]:
                 continue
             ran = len((r.get("seeds") or "").split())
             costs = [c for c in per_seed.get(r["protocol"], {}).values() if c > 0]
-            if r.get("seeds_needed"):
+            if r.get("seeds_needed") and r.get("rows_needed"):  # on more rows than the protocol has
+                rows.append(f"| {r.get('claim', name)} | {r['protocol']} | {ran} | {r['seeds_needed']} on "
+                            f"{int(r['rows_needed']):,} test rows | — (more rows than the protocol's) |")
+            elif r.get("seeds_needed"):
                 need = int(r["seeds_needed"])
                 cost = f"{max(need - ran, 0) * sum(costs) / len(costs) / 3600:.2f}" if costs else "—"
                 rows.append(f"| {r.get('claim', name)} | {r['protocol']} | {ran} | {need} | {cost} |")

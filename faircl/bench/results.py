@@ -129,7 +129,7 @@ def decide_bench(protocols: list[Protocol], tasks: dict[str, list[RunTask]], met
     by_name = {p.name: p for p in protocols}
     for (row, ev, margin), v in zip(found, verdicts):
         p = by_name[row.protocol]
-        if v.verdict == "inconclusive" and p.test_rows:
+        if v.verdict == "inconclusive" and p.test_rows and v.rows_needed is None:  # else its rows are said
             v = replace(v, reason=f"{v.reason}; {_rows_needed(p, ev, margin, level)}")
         row.verdict, row.claim = v, v.name
     return [row for row, _, _ in found]
@@ -279,7 +279,7 @@ def write_results(out: Path, rows: list[ClaimRow], skipped: list[tuple[str, str]
         w = csv.writer(fh)
         w.writerow(["protocol", "control", "claim", "verdict", "gap", "baseline", "method", "seeds",
                     "baseline_gap", "method_gap", "effect", "effect_lo", "effect_hi", "paper_effect",
-                    "utility_change", "utility_lo", "utility_hi", "p_holm", "mde", "seeds_needed", "look", "level",
+                    "utility_change", "utility_lo", "utility_hi", "p_holm", "mde", "seeds_needed", "rows_needed", "look", "level",
                     "from_rows", "reason"])
         for r in rows:
             v = r.verdict
@@ -287,7 +287,8 @@ def write_results(out: Path, rows: list[ClaimRow], skipped: list[tuple[str, str]
                         " ".join(map(str, r.seeds)), r.baseline_gap, r.method_gap, v.effect.mean, v.effect.lo,
                         v.effect.hi, "" if v.paper_effect is None else v.paper_effect, v.utility.mean,
                         v.utility.lo, v.utility.hi, v.p_holm, v.mde,
-                        "" if v.seeds_needed is None else v.seeds_needed, r.extra.get("look", 1),
+                        "" if v.seeds_needed is None else v.seeds_needed,
+                        "" if v.rows_needed is None else v.rows_needed, r.extra.get("look", 1),
                         r.extra.get("level", ""), r.from_rows, v.reason])
     png = _plot(out / "tradeoff.png", rows) if rows else None
     return md_path, csv_path, png

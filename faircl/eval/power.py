@@ -9,12 +9,22 @@ rows) that would decide an open claim either way. Both plan from a claim's own :
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from scipy import stats
 
 from faircl.eval.statistics import Effect
 
-__all__ = ["holds_detectable_effect", "rows_to_decide", "seeds_to_decide"]
+__all__ = ["SeedPlan", "holds_detectable_effect", "rows_to_decide", "seeds_to_decide"]
+
+
+class SeedPlan(NamedTuple):
+    """What would decide an open claim: ``seeds`` seeds (``None``: no number up to the search's limit) on ``rows``
+    test rows (``None``: the claim's own rows; set when their shared noise alone prevents a decision), and why."""
+
+    seeds: int | None
+    reason: str
+    rows: int | None = None
 
 
 def _decides(n: float, effect: Effect, utility: Effect, target: float, alpha: float, margin: float, power: float,
@@ -39,7 +49,7 @@ def _decides(n: float, effect: Effect, utility: Effect, target: float, alpha: fl
 
 
 def seeds_to_decide(effect: Effect, utility: Effect, target: float | None, alpha: float = 0.05, margin: float = 0.02,
-                    power: float = 0.8, max_seeds: int = 100_000) -> tuple[int | None, str]:
+                    power: float = 0.8, max_seeds: int = 100_000) -> SeedPlan:
     """How many seeds would decide a claim with ``power``: "holds" if the change ``target`` is real (and costs no
     utility), "does not hold" if there is no change.
 
@@ -58,12 +68,13 @@ def seeds_to_decide(effect: Effect, utility: Effect, target: float | None, alpha
         max_seeds: the largest number of seeds searched.
 
     Returns:
-        ``(seeds, reason)``; ``seeds`` is ``None`` when no number of seeds (up to ``max_seeds``) decides the claim.
+        A :class:`SeedPlan`: ``seeds`` is ``None`` when no number of seeds (up to ``max_seeds``) decides the claim,
+        on its rows or on more; ``rows`` is set when the seeds are those needed on that many rows.
     """
     if target is None:
-        return None, "no paper effect or smallest effect of interest to plan seeds for"
+        return SeedPlan(None, "no paper effect or smallest effect of interest to plan seeds for")
     if effect.df < 1 or not math.isfinite(effect.se) or utility.df < 1 or not math.isfinite(utility.se):
-        return None, "one seed: no seed-to-seed variance to plan seeds from"
+        return SeedPlan(None, "one seed: no seed-to-seed variance to plan seeds from")
     args = (effect, utility, target, alpha, margin, power)
 
     def smallest(rows: float = 1.0) -> int | None:
@@ -83,15 +94,16 @@ def seeds_to_decide(effect: Effect, utility: Effect, target: float | None, alpha
     what = f"{100 * abs(target):.1f} points: holds if real, does not hold if there is no change"
     n = smallest()
     if n is not None:
-        return n, f"{n} seeds would decide it with {100 * power:.0f}% power ({what})"
+        return SeedPlan(n, f"{n} seeds would decide it with {100 * power:.0f}% power ({what})")
     k = 1.0
     while k < 1e6 and not _decides(math.inf, *args, rows=k / 2):
         k *= 1.25
     n_rows = max(effect.n_rows, utility.n_rows)
     if k >= 1e6 or (n := smallest(k)) is None or not n_rows:
-        return None, "no number of seeds decides this on these rows"
-    return None, (f"no number of seeds decides this on these {n_rows:,} rows (their shared noise alone is too large); "
-                  f"about {math.ceil(k * n_rows):,} rows and {n} seeds would ({what})")
+        return SeedPlan(None, "no number of seeds decides this on these rows")
+    rows = math.ceil(k * n_rows)
+    return SeedPlan(n, f"no number of seeds decides this on these {n_rows:,} rows (their shared noise alone is too "
+                       f"large); about {rows:,} rows and {n} seeds would ({what})", rows)
 
 
 def rows_to_decide(effect: Effect, utility: Effect, target: float | None, seeds: int, alpha: float = 0.05,

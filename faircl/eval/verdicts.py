@@ -75,7 +75,8 @@ __all__ = ["BiasTest", "ClaimEvidence", "Effect", "GAP_METRICS", "VERDICTS", "Ve
            "SplitPredictions", "VERDICT_HEADER", "claim_from_predictions", "confusion_from_rows", "decide",
            "degenerate_by_seed", "degenerate_seed", "gap_from_confusion", "holds_detectable_effect", "holm",
            "leakage_bias_tests", "leakage_null", "minimum_detectable_effect", "paired_bootstrap",
-           "paired_seed_comparison", "permutation_null", "seeds_to_decide", "smaller_than_target", "verdict_row"]
+           "paired_seed_comparison", "permutation_null", "seeds_cell", "seeds_to_decide", "smaller_than_target",
+           "verdict_row"]
 
 VERDICTS = ("holds", "contradicted", "does not hold", "inconclusive", "untestable", "degenerate")
 
@@ -154,7 +155,8 @@ class Verdict:
     ``p_smaller`` is the Holm-adjusted p-value of "the reduction is at least the paper's (or the smallest effect of
     interest)", the inferiority test behind "does not hold" (NaN without a target). ``seeds_needed`` (inconclusive
     claims only) is the number of seeds that would decide the claim with 80% power (:func:`seeds_to_decide`),
-    ``None`` when no number would; ``seeds_reason`` says so in words."""
+    ``None`` when no number would; on ``rows_needed`` test rows where the shared noise of the claim's own rows
+    prevents any number of seeds from deciding it (``None``: on its own rows); ``seeds_reason`` says so in words."""
 
     name: str
     verdict: str
@@ -169,6 +171,7 @@ class Verdict:
     p_smaller: float = math.nan
     seeds_needed: int | None = None
     seeds_reason: str = ""
+    rows_needed: int | None = None
 
 
 def _majority(reasons: Sequence[str | None]) -> str | None:
@@ -202,14 +205,14 @@ def decide(claims: Sequence[ClaimEvidence], alpha: float = 0.05, margin: float |
         mde = minimum_detectable_effect(c.effect, alpha / m, power)
         mde_holds = holds_detectable_effect(c.effect, c.utility, alpha / m, mg, power)
         v, why = _verdict(c, float(ph), mde, alpha, mg, mde_holds, float(ps))
-        n_seeds, seeds_why = None, ""
+        n_seeds, seeds_why, n_rows = None, "", None
         if v == "inconclusive":
-            n_seeds, seeds_why = seeds_to_decide(c.effect, c.utility, c.target, alpha / m, mg, power)
+            n_seeds, seeds_why, n_rows = seeds_to_decide(c.effect, c.utility, c.target, alpha / m, mg, power)
             why = f"{why}; {seeds_why}"
         if c.unchecked:  # decided without the baseline's bias test: never a bare "holds"
             v, why = ("inconclusive" if v == "holds" else v), f"{c.unchecked}; {why}"
         out.append(Verdict(c.name, v, why, c.effect, c.utility, c.paper_effect, float(ph), mde, tuple(c.bias),
-                           mde_holds, float(ps), n_seeds, seeds_why))
+                           mde_holds, float(ps), n_seeds, seeds_why, n_rows))
     return out
 
 
@@ -385,6 +388,13 @@ def leakage_bias_tests(test_leakage: Sequence[float], test_a, val_leakage: Seque
     return tuple(tests)
 
 
+def seeds_cell(v: Verdict) -> str:
+    """The seeds an open claim needs, in a table: ``12``, ``16 (on 9,095 rows)``, or ``—``."""
+    if v.seeds_needed is None:
+        return "—"
+    return f"{v.seeds_needed}" + (f" (on {v.rows_needed:,} rows)" if v.rows_needed is not None else "")
+
+
 def verdict_row(v: Verdict) -> str:
     """One markdown row: claim | paper effect | measured effect [95%] | Holm p | MDE | holds-MDE | utility change |
     bias | seeds needed (inconclusive claims: to decide it with 80% power; "—" otherwise or when no number of seeds
@@ -393,7 +403,7 @@ def verdict_row(v: Verdict) -> str:
     bias = "; ".join(t.describe() for t in v.bias) or "not checked"
     name = v.name.replace("|", "\\|")
     return (f"| {name} | {paper} | {v.effect.fmt()} | {v.p_holm:.3g} | {_pts(v.mde)} | {_pts(v.mde_holds)} | "
-            f"{v.utility.fmt()} | {bias} | {'—' if v.seeds_needed is None else v.seeds_needed} | "
+            f"{v.utility.fmt()} | {bias} | {seeds_cell(v)} | "
             f"**{v.verdict}** ({v.reason}; {v.effect.n_seeds} seeds) |")
 
 

@@ -411,13 +411,16 @@ def test_seeds_needed_has_the_stated_power():
 def test_shared_row_noise_that_seeds_cannot_shrink_asks_for_rows():
     e = C.Effect(0.0, -0.05, 0.05, 1.0, 0.025, 2, 3, 2000, shared=0.02 ** 2)   # the rows' part alone: 2 points
     u = C.paired_seed_comparison(np.zeros(3), 0.001 * np.array([-1.0, 0.0, 1.0]))
-    n, why = C.seeds_to_decide(e, u, -0.045)
-    assert n is None and why.startswith("no number of seeds decides this on these 2,000 rows")
-    rows = int(why.split("about ")[1].split(" rows")[0].replace(",", ""))
-    assert rows > 2000
+    n, why, rows = C.seeds_to_decide(e, u, -0.045)
+    assert why.startswith("no number of seeds decides this on these 2,000 rows")
+    assert rows > 2000 and f"about {rows:,} rows and {n} seeds would" in why  # the seeds are those on `rows` rows
     more = C.Effect(0.0, -0.05, 0.05, 1.0, 0.025, 2, 3, rows, shared=0.02 ** 2 * 2000 / rows)
-    assert C.seeds_to_decide(more, u, -0.045)[0] is not None
+    plan = C.seeds_to_decide(more, u, -0.045)
+    assert plan.seeds is not None and plan.rows is None  # on those rows, seeds alone decide it
     assert C.seeds_to_decide(e, u, None)[0] is None
+    v, = C.decide([C.ClaimEvidence("x", e, u, -0.045)])
+    assert (v.verdict, v.seeds_needed, v.rows_needed) == ("inconclusive", n, rows)
+    assert f"| {n} (on {rows:,} rows) | **inconclusive**" in C.verdict_row(v)
 
 
 def test_pooled_bias_screen_is_one_test_over_test_and_validation_rows():

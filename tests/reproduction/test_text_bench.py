@@ -131,20 +131,23 @@ def test_open_claims_say_the_seeds_they_need_and_their_cpu_cost(tmp_path):
 
     folder = tmp_path / "inv"
     folder.mkdir()
-    cols = ["claim", "protocol", "verdict", "seeds", "seeds_needed", "reason"]
+    cols = ["claim", "protocol", "verdict", "seeds", "seeds_needed", "rows_needed", "reason"]
     with open(folder / "results.csv", "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(cols)
-        w.writerow(["M lowers gap vs CE", "p", "inconclusive", "0 1 2 3", "10", "no significant change; 10 seeds "
+        w.writerow(["M lowers gap vs CE", "p", "inconclusive", "0 1 2 3", "10", "", "no significant change; 10 seeds "
                     "would decide it with 80% power"])
-        w.writerow(["M lowers leakage_h vs CE", "p", "inconclusive", "0 1 2 3", "",
-                    "no significant change; no number of seeds decides this on these 280 rows"])
-        w.writerow(["M lowers gap vs CE", "p_permuted", "inconclusive", "0 1 2 3", "9", "x"])
-        w.writerow(["M lowers gap vs DML", "p", "holds", "0 1 2 3", "", "the gap falls"])
+        w.writerow(["M lowers leakage_h vs CE", "p", "inconclusive", "0 1 2 3", "", "",
+                    "no significant change; no number of seeds decides this on these rows"])
+        w.writerow(["M lowers dp_gap vs CE", "p", "inconclusive", "0 1 2 3", "16", "9095", "no number of seeds "
+                    "decides this on these 280 rows; about 9,095 rows and 16 seeds would"])
+        w.writerow(["M lowers gap vs CE", "p_permuted", "inconclusive", "0 1 2 3", "9", "", "x"])
+        w.writerow(["M lowers gap vs DML", "p", "holds", "0 1 2 3", "", "", "the gap falls"])
     runs = [{"protocol": "p", "seed": s, "cpu_s": 900.0} for s in range(4) for _ in range(2)]  # 1800 s a seed
     (folder / "bench.json").write_text(json.dumps({"runs": runs}))
     lines = open_claims({"M": folder})
     table = [ln for ln in lines if ln.startswith("| M lowers")]
     assert table == ["| M lowers gap vs CE | p | 4 | 10 | 3.00 |",
-                     "| M lowers leakage_h vs CE | p | 4 | — (no number of seeds decides this on these 280 rows) | — |"]
+                     "| M lowers leakage_h vs CE | p | 4 | — (no number of seeds decides this on these rows) | — |",
+                     "| M lowers dp_gap vs CE | p | 4 | 16 on 9,095 test rows | — (more rows than the protocol's) |"]
     assert open_claims({"none": tmp_path / "missing"}) == []
