@@ -69,8 +69,9 @@ def run_looks(protocols: list[Protocol], method: MethodSpec, starts: dict[str, i
             if t.done:  # tried again and finished
                 failed.pop(f"{t.protocol.name} · {t.setting} · seed {t.seed}", None)
         undecided = []
+        closed = frozenset(p.name for p in protocols if p.name not in open_)  # stopped at an earlier look
         rows = decide_bench(protocols, tasks, method.label, alpha=look.level, n_permutations=n_permutations,
-                            n_bootstrap=n_bootstrap, undecided=undecided)
+                            n_bootstrap=n_bootstrap, undecided=undecided, settled=closed)
         order = [_key(r) for r in rows]
         for r in rows:
             if _key(r) in final and final[_key(r)].verdict.verdict in DECIDED:

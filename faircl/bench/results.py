@@ -110,10 +110,11 @@ Found = tuple[ClaimRow, ClaimEvidence, float]
 
 
 def decide_bench(protocols: list[Protocol], tasks: dict[str, list[RunTask]], method_label: str, alpha: float = 0.05,
-                 n_permutations: int = 1000, n_bootstrap: int = 2000,
-                 undecided: list[str] | None = None) -> list[ClaimRow]:
+                 n_permutations: int = 1000, n_bootstrap: int = 2000, undecided: list[str] | None = None,
+                 settled: frozenset[str] = frozenset()) -> list[ClaimRow]:
     """The verdict of every claim of every protocol (one Holm family over all of them). ``undecided`` (a list)
-    receives a line for each ``statistic`` claim that no seed of both settings reported.
+    receives a line for each ``statistic`` claim that no seed of both settings reported. ``settled``: protocols
+    whose runs stopped at an earlier look of a sequential design (their claims are settled: Holm p-values 1).
 
     Three steps: read every protocol's runs (:func:`read_protocol_runs`), build each claim's evidence, decide the
     whole family once (:func:`faircl.eval.verdicts.decide`, each claim with its own utility margin)."""
@@ -124,7 +125,8 @@ def decide_bench(protocols: list[Protocol], tasks: dict[str, list[RunTask]], met
             if ev.smallest_effect is None and p.smallest_effect is not None:  # the protocol's, for a claim with none
                 ev = replace(ev, smallest_effect=p.smallest_effect)
             found.append((row, ev, margin))
-    verdicts = decide([ev for _, ev, _ in found], alpha=alpha, margin=[m for _, _, m in found]) if found else []
+    verdicts = decide([ev for _, ev, _ in found], alpha=alpha, margin=[m for _, _, m in found],
+                      settled=[row.protocol in settled for row, _, _ in found]) if found else []
     level = alpha / max(1, sum(math.isfinite(ev.effect.p_value) for _, ev, _ in found))  # as decide plans seeds
     by_name = {p.name: p for p in protocols}
     for (row, ev, margin), v in zip(found, verdicts):

@@ -10,7 +10,10 @@ count as decided: more seeds of a baseline with no bias beyond chance are not sp
 **Error control across the looks: α spent by the union bound.** The levels are ``α_k = α / 2^k`` for the looks before
 the last and the remainder, ``α / 2^(K−1)``, at the last (``K`` looks: ``Σ α_k = α``). A false verdict at some look
 is the union of the false verdicts at each look, each at most ``α_k`` (Holm at that level), so the family-wise error
-over all looks is at most ``α`` (Bonferroni over the looks) — whatever the correlation between the looks. This is
+over all looks is at most ``α`` (Bonferroni over the looks) — whatever the correlation between the looks. At each
+look the Holm family is the whole family: the claims of a protocol that stopped at an earlier look stay in it with
+p-values 1 (``settled`` in :func:`faircl.eval.verdicts.decide`; evidence stopped by the data is no valid p-value at a
+later look), and the other claims' p-values are those of their protocol's seeds at this look, a fixed number. This is
 α spending (Lan & DeMets, 1983, *Biometrika* 70:659) with the looks' boundaries set by Bonferroni's inequality
 instead of the joint normal law of the test statistics.
 
@@ -27,7 +30,8 @@ the fixed design at the same cap).
 halving the level (the critical value grows by about 0.25 per halving; the standard error falls by √2). The looks
 and their levels do not depend on ``N`` but for the last one: a re-run with a higher cap replays the same earlier
 looks on the same runs, so the claims they decided keep their verdicts, and it continues from where the last run
-stopped.
+stopped. The old cap's own look is not among the new looks (it spent the remainder of α): a claim it decided is
+looked at again, under the new design. Raising the cap after seeing the verdicts is, strictly, a new design.
 """
 
 from __future__ import annotations

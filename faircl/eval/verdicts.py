@@ -180,7 +180,7 @@ def _majority(reasons: Sequence[str | None]) -> str | None:
 
 
 def decide(claims: Sequence[ClaimEvidence], alpha: float = 0.05, margin: float | Sequence[float] = 0.02,
-           power: float = 0.8) -> list[Verdict]:
+           power: float = 0.8, settled: Sequence[bool] = ()) -> list[Verdict]:
     """Decide a family of claims (one results file) with Holm–Bonferroni over their p-values.
 
     Args:
@@ -190,6 +190,10 @@ def decide(claims: Sequence[ClaimEvidence], alpha: float = 0.05, margin: float |
             (the Holm step is over every claim's p-value either way).
         power: power at which the minimum detectable effects (the gap test's and "holds"') are computed (at the
             Bonferroni level ``alpha / m``, the strictest level Holm may test a claim at).
+        settled: per claim, whether its verdict was settled at an earlier look of a sequential design
+            (:mod:`faircl.eval.sequential`) and its evidence stopped growing there: it stays in the family's Holm
+            steps with p-values 1 (its stopped evidence is no valid p-value at this look), so the others are tested
+            as in a family of the full size.
 
     Returns:
         One :class:`Verdict` per claim, in order.
@@ -197,8 +201,9 @@ def decide(claims: Sequence[ClaimEvidence], alpha: float = 0.05, margin: float |
     margins = [float(margin)] * len(claims) if isinstance(margin, (int, float)) else [float(m) for m in margin]
     if len(margins) != len(claims):
         raise ValueError(f"decide: {len(margins)} margins for {len(claims)} claims; give one margin or one per claim")
-    p_holm = holm([c.effect.p_value for c in claims])
-    p_smaller = holm([smaller_than_target(c.effect, c.target) for c in claims])
+    done = list(settled) or [False] * len(claims)
+    p_holm = holm([1.0 if d else c.effect.p_value for c, d in zip(claims, done)])
+    p_smaller = holm([1.0 if d else smaller_than_target(c.effect, c.target) for c, d in zip(claims, done)])
     m = max(1, int(np.sum([math.isfinite(c.effect.p_value) for c in claims])))
     out = []
     for c, ph, ps, mg in zip(claims, p_holm, p_smaller, margins):

@@ -41,6 +41,7 @@ def faked(monkeypatch, tmp_path):
     its first look, ``late`` from 12 seeds on, ``never`` never; no run trains."""
     ran: list[tuple[str, int]] = []
     levels: list[float] = []
+    closed: list[set[str]] = []
     rule = {"early": lambda n: "holds", "late": lambda n: "does not hold" if n >= 12 else "inconclusive",
             "never": lambda n: "inconclusive"}
 
@@ -48,8 +49,9 @@ def faked(monkeypatch, tmp_path):
         ran.extend((t.protocol.name, t.seed) for t in tasks)
         return []
 
-    def decide_bench(protocols, tasks, label, alpha, **kwargs):
+    def decide_bench(protocols, tasks, label, alpha, settled=frozenset(), **kwargs):
         levels.append(alpha)
+        closed.append(set(settled))
         out = []
         for p in protocols:
             n = len({t.seed for t in tasks[p.name]})
@@ -64,19 +66,21 @@ def faked(monkeypatch, tmp_path):
     found = looks.run_looks([_protocol("early"), _protocol("late"), _protocol("never")], MethodSpec("M", "CE"),
                             {"early": 3, "late": 3, "never": 3}, 20, tmp_path / "out", tmp_path / "cache",
                             say=said.append)
-    return found, ran, levels, said
+    return found, ran, levels, said, closed
 
 
 def test_only_protocols_with_an_open_claim_get_more_seeds(faked):
-    found, ran, levels, _ = faked
+    found, ran, levels, _, _ = faked
     assert [k.seeds["never"] for k in found.looks] == [3, 6, 12, 20]
     assert found.seeds == {"early": 3, "late": 12, "never": 20}
     assert max(s for p, s in ran if p == "early") == 2  # decided at the first look: seeds 0-2 only
     assert max(s for p, s in ran if p == "late") == 11 and max(s for p, s in ran if p == "never") == 19
+    # a protocol that stopped at an earlier look is settled in the later looks' Holm steps
+    assert faked[4] == [set(), {"early"}, {"early"}, {"early", "late"}]
 
 
 def test_a_verdict_comes_from_the_look_that_decided_it_at_that_looks_level(faked):
-    found, _, levels, _ = faked
+    found, _, levels, _, _ = faked
     assert levels == look_levels(4, 0.05) and math.isclose(sum(levels), 0.05)
     by = {r.protocol: r for r in found.rows}
     assert by["early"].verdict.verdict == "holds" and by["early"].extra["look"] == 1

@@ -505,3 +505,15 @@ def test_rows_needed_at_fixed_seeds_scale_the_shared_row_noise_only():
     spread = C.Effect(0.0, -0.2, 0.2, 1.0, 0.06, 7, 8, 800, shared=1e-8)   # the seeds' spread: 6 points
     assert rows_to_decide(spread, u, -0.045, 8) is None
     assert rows_to_decide(e, u, None, 8) is None and rows_to_decide(e, u, -0.045, 1) is None
+
+
+def test_a_settled_claim_stays_in_the_family_with_p_values_one():
+    """A claim settled at an earlier look of a sequential design counts in the family's size, never in its
+    rejections: its p-values are 1, whatever its stopped evidence says."""
+    strong = C.paired_seed_comparison(np.zeros(5), np.array([-0.2, -0.21, -0.19, -0.2, -0.2]))
+    weak = C.paired_seed_comparison(np.zeros(5), np.array([-0.05, -0.02, -0.04, -0.03, -0.06]))
+    u = C.paired_seed_comparison(np.zeros(5), np.zeros(5))
+    claims = [C.ClaimEvidence("a", strong, u, -0.1), C.ClaimEvidence("b", weak, u, -0.1)]
+    free, held = C.decide(claims), C.decide(claims, settled=[True, False])
+    assert free[0].p_holm < 0.05 and held[0].p_holm == 1.0 and held[0].p_smaller == 1.0
+    assert held[1].p_holm == min(1.0, 2 * weak.p_value)  # a family of two: the settled claim still counts
