@@ -64,6 +64,7 @@ class Outcome:
     u_lo: float
     u_hi: float
     seeds_needed: int | None = None
+    rows_needed: int | None = None  # set when the seeds are those needed on more rows than the design's
 
 
 def _split(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -112,7 +113,7 @@ def evidence(d: Design, rng: np.random.Generator, name: str = "claim", *, n_perm
 def outcome(ev, v) -> Outcome:
     return Outcome(v.verdict, all(t.real for t in ev.bias), ev.effect.mean, ev.effect.se, ev.effect.df,
                    ev.effect.p_value, v.p_holm, v.mde, float(getattr(v, "mde_holds", math.nan)), ev.utility.mean,
-                   ev.utility.se, ev.utility.lo, ev.utility.hi, v.seeds_needed)
+                   ev.utility.se, ev.utility.lo, ev.utility.hi, v.seeds_needed, getattr(v, "rows_needed", None))
 
 
 def replicate(d: Design, reps: int, seed: int, **kw) -> list[Outcome]:
@@ -181,7 +182,8 @@ def item_effect(d: ItemDesign, rng: np.random.Generator, n_bootstrap: int = 200,
     :func:`faircl.eval.item_nulls.paired_item_bootstrap` (or ``rule``, a function of the same signature)."""
     from faircl.eval.item_nulls import paired_item_bootstrap, preference_deviation
     u = rng.standard_normal(d.n_items)
-    phi = lambda z: 0.5 * special.erfc(-z / math.sqrt(2))
+    def phi(z):
+        return 0.5 * special.erfc(-z / math.sqrt(2))
     base = (phi(u) < d.share).astype(np.float64)
     z = d.rho * u[None, :] + math.sqrt(1 - d.rho ** 2) * rng.standard_normal((d.seeds, d.n_items))
     cut = d.share + d.effect + d.shift * rng.standard_normal(d.seeds)

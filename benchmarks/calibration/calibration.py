@@ -284,7 +284,8 @@ def deciding(reps: dict, seed: int = 3) -> list[str]:
             md.append(f"| {s} | {100 * e:+.1f} | {_verdicts(outs)} |")
     pilot_design = Design(seeds=3, effect=-0.045, shift=0.03)
     pilot = _replicate(pilot_design, reps["pilot"], seed + 501, **LEAN)
-    asked = [o.seeds_needed for o in pilot if o.verdict == "inconclusive" and o.seeds_needed is not None]
+    asked = [o.seeds_needed for o in pilot  # the seeds on the design's own rows (not those asking for more rows)
+             if o.verdict == "inconclusive" and o.seeds_needed is not None and o.rows_needed is None]
     n = int(np.median(asked)) if asked else 5
     real = _replicate(Design(seeds=n, effect=-0.045, shift=0.03), reps["planned"], seed + 502, **LEAN)
     none = _replicate(Design(seeds=n, effect=0.0, shift=0.03), reps["planned"], seed + 503, **LEAN)
