@@ -176,3 +176,22 @@ def test_baselines_are_reused_and_a_killed_bench_resumes(benched):
     assert len(benched["baseline_runs"]) == 6  # 2 protocols x 3 seeds of CE, trained once
     runs = json.loads((benched["root"] / "ignores" / "bench.json").read_text())["runs"]
     assert len(runs) == 12 and not any(r.get("failed") for r in runs)
+
+
+def test_max_seeds_reuses_the_runs_and_stops_where_every_claim_is_decided(benched):
+    """The same bench again with --max-seeds 6: the first look is the three seeds already run (reused, nothing
+    trained); its claims are all decided there, so no protocol gets a fourth seed, and the verdicts stand."""
+    root = benched["root"]
+    proc = subprocess.Popen([FAIRCL, "bench", "protocols", "--method", "planted.IgnoresAttribute", "--out", "ignores",
+                             "--cache", "cache", "--permutations", "200", "--bootstrap", "400", "--max-seeds", "6"],
+                            cwd=root, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, err = _done(proc)
+    assert "12 of 12 runs already done" in err and "[1/" not in err, err[-2000:]
+    assert "after look 1, 2 of 2 claims decided" in err, err[-2000:]
+    assert not list((root / "ignores").rglob("seed_3")) and not list((root / "cache").rglob("seed_3"))
+    info = json.loads((root / "ignores" / "bench.json").read_text())
+    assert info["design"]["max_seeds"] == 6 and info["design"]["seeds"] == {"biased": 3, "biased_permuted": 3}
+    assert [k["seeds"]["biased"] for k in info["design"]["looks"]] == [3, 6]
+    assert _verdicts(root / "ignores") == {"biased": ["holds"], "biased_permuted": ["untestable"]}
+    with open(root / "ignores" / "results.csv") as fh:
+        assert {r["look"] for r in csv.DictReader(fh)} == {"1"}
