@@ -224,7 +224,10 @@ def _with_against(p: Protocol, against: list[str], say) -> Protocol:
         if name in p.baselines:
             other = name
         else:
-            other_path, other_cls = resolve_method(name)
+            try:
+                other_path, other_cls = resolve_method(name)
+            except CLIError as err:  # worded for --method: say which option named it
+                raise CLIError(str(err).replace(f"--method {name!r}", f"--against {name!r}", 1)) from None
             why = p.skip_reason(other_cls)
             if why:
                 say(f"faircl bench: --against {name}: not on {p.name}: {why}")

@@ -120,3 +120,10 @@ def test_against_adds_the_claims_against_another_method_as_a_cached_baseline():
     assert p.claims[:2] == q.claims[:2] and "ConFair" not in p.baselines  # the protocol itself is not changed
     views = _with_against(p, ["FairSamplingSimCLR"], said.append)  # needs views this protocol has not
     assert views.claims == p.claims and "needs two augmented views" in said[-1]
+
+
+def test_against_an_unknown_method_is_one_line_naming_the_option():
+    from faircl.cli.config_files import CLIError
+
+    with pytest.raises(CLIError, match=r"^bench: --against 'Nope' is not a faircl method \(Adversarial"):
+        _with_against(_protocol("a"), ["Nope"], print)
