@@ -107,12 +107,19 @@ except KeyboardInterrupt:
 """
 
 
+def _terminal_sigint() -> None:
+    """Ctrl-C's disposition as a terminal's job has it: a test suite started in the background (``make test &``)
+    ignores SIGINT, and a process that ignores it passes that on, so the owner would never see the Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_owner(tmp_path: Path) -> tuple[subprocess.Popen, int]:
     (tmp_path / "faircl_t_helper.py").write_text(_HELPER)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
     owner = subprocess.Popen([sys.executable, "-c", _OWNER, str(tmp_path / "pid"), str(tmp_path / "run.log")],
                              env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)  # its own process group, as a terminal's job is
+                             start_new_session=True,  # its own process group, as a terminal's job is
+                             preexec_fn=_terminal_sigint)
     deadline = time.time() + 60
     while time.time() < deadline and not (tmp_path / "pid").is_file():
         time.sleep(0.05)
@@ -172,7 +179,7 @@ def test_ctrl_c_while_the_server_imports_is_the_owners(tmp_path):
     (tmp_path / "owner.py").write_text(_OWNER_OF_A_SLOW_SERVER)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
     owner = subprocess.Popen([sys.executable, "owner.py"], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+                             stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=_terminal_sigint)
     try:
         deadline = time.time() + 60
         while time.time() < deadline and not (tmp_path / "importing").is_file():
