@@ -148,13 +148,21 @@ def render(work: Path, out: Path, note: str = "") -> None:
               "", "The reason behind each verdict, the baseline's bias against its null and the utility interval are "
               "in each invocation's `results.md`; the rows below repeat the reasons.", ""]
     for label in METHODS:
-        for r in bench_rows(work / slug(label)):
-            lines.append(f"- {label} · {r['gap']}: {r['verdict']}: {r['reason']}")
-    lines += open_claims({label: work / slug(label) for label in METHODS if (work / slug(label) / "bench.json").is_file()})
-    lines += beta_table(work)
+        got = bench_rows(work / slug(label))
+        lines += [f"- {label} · {r['gap']}: {r['verdict']}: {r['reason']}" for r in got] or [
+            ln for ln in previous if ln.startswith(f"- {label} · ")]  # not run here: its reasons as they stood
+    lines += open_claims({label: work / slug(label) for label in METHODS
+                          if (work / slug(label) / "bench.json").is_file()})
     png = out.with_name("embedding_beta.png")
-    if plot_beta(work, png):
-        lines += ["", f"![The β ablation: each score's change and the utility change over β]({png.name})"]
+    if beta_table(work):
+        lines += beta_table(work)
+        if plot_beta(work, png):
+            lines += ["", f"![The β ablation: each score's change and the utility change over β]({png.name})"]
+    else:  # fewer than two β run here: the ablation (table and picture) of the previous regeneration stands
+        start = next((i for i, ln in enumerate(previous) if ln.startswith("**The β ablation**")), None)
+        if start is not None:
+            end = next((i for i, ln in enumerate(previous) if ln.startswith("![The β ablation")), len(previous) - 1)
+            lines += ["", *previous[start:end + 1]]
     out.write_text("\n".join(lines) + "\n")
 
 

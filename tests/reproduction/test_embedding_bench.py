@@ -67,3 +67,21 @@ def test_method_names_select_exactly(monkeypatch, tmp_path):
         monkeypatch.setattr(sys, "argv", ["embedding_bench.py", "--methods", names, "--work", str(tmp_path)])
         embedding_bench.main()
         assert ran == expected, names
+
+
+def test_a_partial_regeneration_keeps_the_rows_reasons_and_ablation_it_did_not_run(tmp_path):
+    work, out = tmp_path / "work", tmp_path / "results" / "embedding_bench.md"
+    out.parent.mkdir()
+    _invocation(work / embedding_bench.slug("CCD β=1"), -0.05, "holds", 0.01)
+    _invocation(work / embedding_bench.slug("CCD β=0"), -0.07, "does not hold", -0.04)
+    embedding_bench.render(work, out)
+    before = out.read_text().splitlines()
+    again = tmp_path / "again"  # a later regeneration that ran only ρ = variance
+    _invocation(again / embedding_bench.slug("CCD β=1 ρ=variance"), 0.0, "does not hold", 0.0)
+    embedding_bench.render(again, out)
+    after = out.read_text().splitlines()
+    kept = [ln for ln in before if ln.startswith(("| CCD β=1 lowers", "| CCD β=0 lowers", "- CCD β=1 · ", "| 0 |",
+                                                 "| 1 |", "![The β ablation"))]
+    assert kept and all(ln in after for ln in kept)
+    assert any(ln.startswith("| CCD β=1 ρ=variance lowers cced_heldout") for ln in after)
+    assert "Rows of CCD β=1, CCD β=0 are those of the previous regeneration" in out.read_text()
