@@ -162,7 +162,8 @@ def render(work: Path, out: Path, note: str = "") -> None:
         start = next((i for i, ln in enumerate(previous) if ln.startswith("**The β ablation**")), None)
         if start is not None:
             end = next((i for i, ln in enumerate(previous) if ln.startswith("![The β ablation")), len(previous) - 1)
-            lines += ["", *previous[start:end + 1]]
+            lines += ["", "(The β ablation below is the previous regeneration's: fewer than two values of β ran "
+                      "this time.)", "", *previous[start:end + 1]]
     out.write_text("\n".join(lines) + "\n")
 
 
