@@ -244,7 +244,7 @@ def _design_text(found, max_seeds: int | None, alpha: float) -> str:
     seeds = ", ".join(f"{name} {n}" for name, n in found.seeds.items())
     if max_seeds is None:
         return f"Design: fixed, one look at α = {alpha:g}. Seeds run: {seeds}."
-    looks = "; ".join(f"look {k.number} at level {k.level:.3g}" for k in found.looks[:len(found.looks)])
+    looks = "; ".join(f"look {k.number} at level {k.level:.3g}" for k in found.looks)
     return (f"Design: sequential up to {max_seeds} seeds per protocol (`--max-seeds`; faircl.eval.sequential: "
             f"looks at the protocol's seeds, then 2×, 4×, … and the cap, α = {alpha:g} spent over them: {looks}); "
             f"a claim's verdict is from the look that decided it. Seeds run: {seeds}.")
