@@ -166,18 +166,33 @@ def seeds_cell(row: dict[str, str]) -> str:
     return f"{n} (look {row['look']})" if row.get("look") and row.get("level") and int(row["look"]) > 1 else str(n)
 
 
-def carried(line: str, at: int, cell: str = "—") -> str:
-    """A row kept from the file as it stood, with ``cell`` inserted as its ``at``-th cell (a column added since)."""
+def carried(line: str, at: int, width: int, cell: str = "—") -> str:
+    """A row kept from the file as it stood; one of fewer than ``width`` cells gets ``cell`` inserted as its
+    ``at``-th (a column added since)."""
     cells = line.strip().strip("|").split(" | ")
-    if len(cells) > at and cells[at].strip() == cell:
+    if len(cells) >= width:
         return line
     return "| " + " | ".join([*cells[:at], cell, *cells[at:]]).strip() + " |"
 
 
-def open_claims(folders: dict[str, Path]) -> list[str]:
+def open_start(previous: list[str]) -> int:
+    """Where the file's open-claims section starts (its length when it has none): the verdict rows end there."""
+    return next((i for i, ln in enumerate(previous) if ln.startswith("## Open claims")), len(previous))
+
+
+def carried_open(previous: list[str], carried: list[tuple[str, list[str]]]) -> list[str]:
+    """The rows of the file's open-claims table (as it stood) of the invocations not run again: (method label,
+    its protocols) each."""
+    table = [ln for ln in previous[open_start(previous):] if ln.startswith("| ")]
+    return [ln for ln in table if any(ln.startswith(f"| {label} lowers ") and ln.split(" | ")[1] in protocols
+                                      for label, protocols in carried)]
+
+
+def open_claims(folders: dict[str, Path], kept: list[str] = ()) -> list[str]:
     """A section on every claim still inconclusive in the invocations run this time (name → folder): the seeds it
     ran, the seeds its verdict says would decide it with 80% power (or why no number would), and what those seeds
-    would cost in CPU hours at the CPU time per seed its protocol's runs took here (method and baselines)."""
+    would cost in CPU hours at the CPU time per seed its protocol's runs took here (method and baselines). ``kept``:
+    the file's rows of methods not run again (:func:`carried_open`), listed after them."""
     rows = []
     for name, folder in folders.items():
         path = folder / "bench.json"
@@ -204,13 +219,15 @@ def open_claims(folders: dict[str, Path]) -> list[str]:
                 why = (r.get("reason") or "no reason recorded").rsplit("; ", 2)
                 said = next((w for w in why if "seeds" in w and ("would" in w or "no number" in w)), why[-1])
                 rows.append(f"| {r.get('claim', name)} | {r['protocol']} | {ran} | — ({said}) | — |")
+    rows += kept
     if not rows:
         return []
     return ["", "## Open claims: what would decide them", "",
             "Each claim still *inconclusive* after the runs of this regeneration, with the seeds that would decide it "
             "with 80% power (its verdict's `seeds_needed`: *holds* if the paper's effect, or the protocol's smallest "
             "effect of interest, is real, *does not hold* if there is no change) and what the seeds beyond those run "
-            "would cost at the CPU time per seed (method and baselines) its protocol took here.", "",
+            "would cost at the CPU time per seed (method and baselines) its protocol took here"
+            + (" (the rows of methods not run again are those of the previous regeneration)." if kept else "."), "",
             "| claim | protocol | seeds run | seeds needed | CPU hours for the rest |", "|---|---|---|---|---|", *rows]
 
 

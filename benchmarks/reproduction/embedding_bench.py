@@ -23,9 +23,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
-from _bench_grid import (bench_command, bench_cpu, bench_rows, bench_wall, carried as carried_row, fmt,  # noqa: E402
-                         grid_parser, listed, load_grid, open_claims, run_all, seeds_cell, shown, slug,
-                         use_shared_data)
+from _bench_grid import (bench_command, bench_cpu, bench_rows, bench_wall, carried as carried_row,  # noqa: E402
+                         carried_open, fmt, grid_parser, open_start, listed, load_grid, open_claims, run_all, seeds_cell, shown,
+                         slug, use_shared_data)
 
 OUT = HERE / "results" / "embedding_bench.md"
 GRID = load_grid("embeddings", ("protocols", "methods"))
@@ -124,7 +124,7 @@ def render(work: Path, out: Path, note: str = "") -> None:
         folder = work / slug(label)
         got = bench_rows(folder)
         if not got:  # not run here: keep its rows of the file as it stands (a partial regeneration keeps the rest)
-            kept = [carried_row(line, 3) for line in previous if line.startswith(f"| {label} lowers ")]
+            kept = [carried_row(line, 3, 7) for line in previous[:open_start(previous)] if line.startswith(f"| {label} lowers ")]
             lines += kept
             if kept:
                 carried.append(label)
@@ -152,7 +152,8 @@ def render(work: Path, out: Path, note: str = "") -> None:
         lines += [f"- {label} · {r['gap']}: {r['verdict']}: {r['reason']}" for r in got] or [
             ln for ln in previous if ln.startswith(f"- {label} · ")]  # not run here: its reasons as they stood
     lines += open_claims({label: work / slug(label) for label in METHODS
-                          if (work / slug(label) / "bench.json").is_file()})
+                          if (work / slug(label) / "bench.json").is_file()},
+                         carried_open(previous, [(label, list(GRID["protocols"])) for label in carried]))
     png = out.with_name("embedding_beta.png")
     if beta_table(work):
         lines += beta_table(work)

@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
-from _bench_grid import (bench_command, bench_cpu, bench_rows, bench_wall, carried as carried_row, fmt,  # noqa: E402
+from _bench_grid import (bench_command, bench_cpu, bench_rows, bench_wall, carried as carried_row, carried_open, fmt, open_start,  # noqa: E402
                          grid_parser, listed, load_grid, open_claims, run_all, seeds_cell, shown, slug, stage1_epochs,
                          use_shared_data)
 
@@ -88,17 +88,18 @@ def render(work: Path, out: Path, walls: dict[str, float], note: str = "") -> No
              "baseline paired by seed; [95% CI].", ""]
     lines += ["| claim | protocol | Δ [95% CI] | verdict | seeds | control | bench wall time |",
               "|---|---|---|---|---|---|---|"]
-    total, carried, ran, cpu = 0.0, [], [], 0.0
+    total, carried, ran, cpu, reopened = 0.0, [], [], 0.0, []
     previous = out.read_text().splitlines() if out.is_file() else []
     for key, (label, _, protocols, _, part) in invocations([], []).items():
         folder = work / slug(key)
         got = bench_rows(folder)
         if not got:  # not run here: keep its rows of the file as it stands (a partial regeneration keeps the rest)
-            kept = [carried_row(ln, 4) for ln in previous
+            kept = [carried_row(ln, 4, 7) for ln in previous[:open_start(previous)]
                     if ln.startswith(f"| {label} lowers ") and ln.split(" | ")[1] in protocols]
             lines += kept
             if kept:
                 carried.append(key)
+                reopened.append((label, list(protocols)))
                 total += 60 * float(kept[0].rstrip(" |").rsplit("|", 1)[1].split()[0])
             continue
         wall = bench_wall(folder, walls.get(key, 0.0))
@@ -118,7 +119,7 @@ def render(work: Path, out: Path, walls: dict[str, float], note: str = "") -> No
                  if cpu else "")
               + (f" {note}" if note else "")
               + _carried_note(carried, ran)]
-    lines += open_claims({key: work / slug(key) for key in ran})
+    lines += open_claims({key: work / slug(key) for key in ran}, carried_open(previous, reopened))
     out.write_text("\n".join(lines) + "\n")
 
 

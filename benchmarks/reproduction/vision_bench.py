@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
-from _bench_grid import (bench_command, bench_cpu, bench_rows, bench_wall, carried as carried_row, fmt,  # noqa: E402
+from _bench_grid import (bench_command, bench_cpu, bench_rows, bench_wall, carried as carried_row, carried_open, fmt, open_start,  # noqa: E402
                          grid_parser, listed, load_grid, open_claims, run_all, seeds_cell, shown, slug, stage1_epochs,
                          use_shared_data)
 
@@ -65,18 +65,19 @@ def render(work: Path, out: Path, note: str = "") -> None:
              "arguments: `faircl/bench/grids/vision.yaml`. Values ×100; Δ = method − baseline paired by seed; "
              "[95% CI].", ""]
     lines += ["| claim | Δ [95% CI] | verdict | seeds | control | bench wall time |", "|---|---|---|---|---|---|"]
-    total, carried, cpu, ran = 0.0, [], 0.0, []
+    total, carried, cpu, ran, reopened = 0.0, [], 0.0, [], []
     previous = out.read_text().splitlines() if out.is_file() else []
     for key, (label, _, protocols, _) in invocations([], list(DATASETS)).items():
         ds = key.rsplit(" · ", 1)[1]
         folder = work / slug(key)
         got = bench_rows(folder)
         if not got:  # not run here: keep its rows of the file as it stands (a partial regeneration keeps the rest)
-            kept = [carried_row(line, 3) for line in previous
+            kept = [carried_row(line, 3, 6) for line in previous[:open_start(previous)]
                     if line.startswith(f"| {label} lowers ") and f" ({ds}) |" in line]
             lines += kept
             if kept:
                 carried.append(key)
+                reopened.append((label, list(protocols)))
                 total += 60 * float(kept[0].rstrip(" |").rsplit("|", 1)[1].split()[0])
             continue
         wall = bench_wall(folder)
@@ -97,7 +98,7 @@ def render(work: Path, out: Path, note: str = "") -> None:
               + (f" {note}" if note else "")
               + (f" Rows of {', '.join(carried)} are those of the previous regeneration (not run again this time)."
                  if carried else "")]
-    lines += open_claims({key: work / slug(key) for key in ran})
+    lines += open_claims({key: work / slug(key) for key in ran}, carried_open(previous, reopened))
     out.write_text("\n".join(lines) + "\n")
 
 

@@ -151,3 +151,26 @@ def test_open_claims_say_the_seeds_they_need_and_their_cpu_cost(tmp_path):
                      "| M lowers leakage_h vs CE | p | 4 | — (no number of seeds decides this on these rows) | — |",
                      "| M lowers dp_gap vs CE | p | 4 | 16 on 9,095 test rows | — (more rows than the protocol's) |"]
     assert open_claims({"none": tmp_path / "missing"}) == []
+
+
+def test_a_partial_regeneration_keeps_rows_and_open_claims_of_invocations_not_run(tmp_path, bench_out):
+    """A row kept from the file keeps its cells (a seeds count included); one written before the seeds column gets
+    "—" there; the open-claims rows of an invocation not run again stay in that section, not among the verdicts."""
+    out = tmp_path / "text_bench.md"
+    out.write_text("\n".join([
+        "| claim | protocol | Δ [95% CI] | verdict | seeds | control | bench wall time |", "|---|---|---|---|---|---|---|",
+        "| Adv lowers tpr_gap_rms vs CE | bios_samples | -3.4 [-8.9, +2.0] | **inconclusive** | 16 (look 2) | — | 0.9 min |",
+        "| Adv lowers leakage_h vs CE | bios_samples | -0.2 [-2.2, +1.7] | **inconclusive** | — | 0.9 min |",
+        "", "## Open claims: what would decide them", "", "| claim | protocol | seeds run | seeds needed | CPU hours for "
+        "the rest |", "|---|---|---|---|---|", "| Adv lowers tpr_gap_rms vs CE | bios_samples | 16 | 40 | 0.50 |", ""]))
+    bench_out(tmp_path / "work" / text_bench.slug("INLP"), [
+        ("synthbios_minilm", "tpr_gap_rms", "CE", "holds", -0.172, -0.238, -0.106)], 60.0)
+    text_bench.render(tmp_path / "work", out, {})
+    text = out.read_text()
+    verdicts, _, open_section = text.partition("## Open claims")
+    adv = [ln for ln in verdicts.splitlines() if ln.startswith("| Adv lowers")]
+    assert adv == ["| Adv lowers tpr_gap_rms vs CE | bios_samples | -3.4 [-8.9, +2.0] | **inconclusive** | 16 (look 2) | "
+                   "— | 0.9 min |",
+                   "| Adv lowers leakage_h vs CE | bios_samples | -0.2 [-2.2, +1.7] | **inconclusive** | — | — | 0.9 min |"]
+    assert "| Adv lowers tpr_gap_rms vs CE | bios_samples | 16 | 40 | 0.50 |" in open_section.splitlines()
+    assert "previous regeneration" in open_section
