@@ -298,6 +298,17 @@ class Effect:
     n_rows: int = 0
     shared: float = 0.0
 
+    def interval(self, level: float) -> tuple[float, float]:
+        """The two-sided ``level`` interval of the change (Student-t on :attr:`df` with :attr:`se`): the interval the
+        verdict rule reads its words from at a level other than the stored 95% one. ``(−∞, ∞)`` without a variance
+        estimate (one seed); the point itself when ``se`` is 0."""
+        if self.df < 1 or not math.isfinite(self.se):
+            return -math.inf, math.inf
+        if self.se <= 0:
+            return self.mean, self.mean
+        half = float(stats.t.ppf(0.5 + level / 2, self.df)) * self.se
+        return self.mean - half, self.mean + half
+
     def fmt(self, scale: float = 100.0, digits: int = 1) -> str:
         """``"mean [lo, hi]"`` in points."""
         if not math.isfinite(self.lo):
