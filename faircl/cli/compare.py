@@ -37,7 +37,7 @@ import yaml
 
 from faircl.cli.config_files import CLIError
 from faircl.eval.baseline import compare_to_baseline
-from faircl.eval.report import arrow
+from faircl.eval.report import mark
 from faircl.eval.row_predictions import data_identity
 from faircl.eval.run_folders import read_run
 from faircl.eval.tradeoff import (Run, Setting, front_mask, group_runs, metric_columns, parse_constraint, plot_front,
@@ -312,7 +312,7 @@ def compare(argv: list[str]) -> int:
         scsv.append([s.name, labels[s.name], len(s.runs), *[s.values.get(k) for k in varied],
                      *[x for m, d in stats for x in (m, d if len(s.runs) > 1 else "n/a")],
                      s.stat(split, "dto")[0], bool(on), "; ".join(marks[s.name])])
-    gap_arrow = f" {arrow(opts.gap)}" if arrow(opts.gap) else ""
+    gap_arrow = f" {mark(opts.gap)}" if mark(opts.gap) else ""
     (out / "settings.md").write_text(f"# Settings ({len(settings)})\n\nMean ± standard deviation over seeds (test; "
                                      "the mean alone for a setting of one seed). Pareto front: test accuracy ↑ "
                                      f"against test {opts.gap}{gap_arrow}.\n\n"

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from faircl.metrics.gaps import is_signed
 
 #: Metrics where lower is better (gaps, leakage); shown with a down arrow.
 LOWER_IS_BETTER = ("gap", "leakage", "difference", "cced", "dominance", "deviation", "effect_size")
@@ -23,23 +24,25 @@ _ORDER = ("accuracy", "f1", "worst_group_accuracy", "eo_gap", "tpr_gap_rms", "fp
 #: Metrics that are fair at a midpoint (0.5 ratio, 50 stereotype score); shown with "≈".
 TARGET_IS_MIDPOINT = ("stereo_score", "_ss", "male_ratio")
 
-#: Signed gaps (majority − minority, e.g. ``tpr_gap_majority_minority``): either sign is a gap, so neither a lower
-#: nor a higher value is better; shown without an arrow.
-SIGNED = ("gap_majority_minority",)
-
 
 def arrow(name: str) -> str:
     """The better direction of a metric, as drawn beside its name: ``↓`` (gaps, leakage), ``↑`` (accuracy),
-    ``≈`` (fair at a midpoint) or ``""`` (no better direction: per-group rates, counts, signed gaps)."""
-    if name.startswith(NO_DIRECTION) or any(t in name for t in SIGNED):
+    ``≈`` (fair at a midpoint) or ``""`` (no better direction: per-group rates, counts, and the signed gaps of
+    :data:`faircl.metrics.gaps.SIGNED`, where a negative value is a gap the other way round)."""
+    if name.startswith(NO_DIRECTION) or is_signed(name):
         return ""
     if any(t in name for t in TARGET_IS_MIDPOINT):
         return "≈"
     return "↓" if any(t in name for t in LOWER_IS_BETTER) else "↑"
 
 
+def mark(name: str) -> str:
+    """What is written beside a metric's name: its :func:`arrow`, or ``(signed)`` for a signed gap."""
+    return "(signed)" if is_signed(name) else arrow(name)
+
+
 def _label(name: str) -> str:
-    sign = arrow(name)
+    sign = mark(name)
     return f"{name} {sign}" if sign else name
 
 

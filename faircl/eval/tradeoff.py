@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from faircl.eval.report import arrow
+from faircl.eval.report import arrow, mark
 from faircl.metrics.tradeoff import pareto_front
 from faircl.methods.selection import selection_scores
 
@@ -252,7 +252,7 @@ def plot_front(settings: Sequence[Setting], gap: str, path: Any, marks: Mapping[
             ax.scatter([s.stat("test", gap)[0]], [s.stat("test", "accuracy")[0]], marker="X", s=120, color="black",
                        zorder=4, clip_on=False, label=f"baseline: {labels.get(baseline, baseline)}")
     ax.margins(0.15)  # room for the large markers and the labels at the edges
-    ax.set_xlabel(f"test {gap} (lower is fairer)" if arrow(gap) == "↓" else f"test {gap}")
+    ax.set_xlabel(f"test {gap} (lower is fairer)" if arrow(gap) == "↓" else f"test {gap} {mark(gap)}".strip())
     ax.set_ylabel("test accuracy")
     ax.set_title(title or f"accuracy vs {gap}: {len(settings)} settings, mean ± sd over seeds", fontsize=10)
     ax.grid(alpha=0.3)

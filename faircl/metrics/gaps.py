@@ -14,6 +14,9 @@ take no part. A gap is NaN when it cannot be formed (fewer than two groups prese
 
 Means over several groups are size-weighted by default, which for a per-query average such as Recall@k equals the
 score of the pooled rows.
+
+Three of the gaps are signed (:data:`SIGNED`, :func:`is_signed`): 0 is no gap and a negative value is a gap the other
+way round, not a smaller one, so no direction of them is better; :func:`worst_vs_rest` is never negative.
 """
 
 from __future__ import annotations
@@ -23,7 +26,25 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-__all__ = ["all_gaps", "majority_minority", "minority_gap", "top_vs_bottom_half", "worst_vs_rest"]
+__all__ = ["SIGNED", "all_gaps", "is_signed", "majority_minority", "minority_gap", "top_vs_bottom_half",
+           "worst_vs_rest"]
+
+#: the signed gaps, by the key :func:`all_gaps` gives them (``<prefix>_<key>``): largest − smallest group
+#: (:func:`majority_minority`), first half − second half in id order (:func:`top_vs_bottom_half`), the rest − the
+#: minoritised groups (:func:`minority_gap`)
+SIGNED = ("majority_minority", "top_vs_bottom_half", "minority")
+
+
+def is_signed(name: str) -> bool:
+    """Whether the metric ``name`` is a signed gap of :func:`all_gaps` (its name ends in ``gap_<key>`` for a key of
+    :data:`SIGNED`, e.g. ``recall@1_gap_top_vs_bottom_half``, ``probe/accuracy_gap_minority``).
+
+    Examples:
+        >>> from faircl.metrics.gaps import is_signed
+        >>> is_signed("nmi_gap_top_vs_bottom_half"), is_signed("nmi_gap_worst_vs_rest"), is_signed("tpr_gap_rms")
+        (True, False, False)
+    """
+    return any(name.endswith(f"gap_{key}") for key in SIGNED)
 
 
 def _prepare(values: Tensor, sizes: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -171,10 +192,10 @@ def all_gaps(values: Tensor, sizes: Tensor, higher_is_better: bool = True, prefi
     """The reducers in a dict: ``{prefix}_majority_minority``, ``{prefix}_worst_vs_rest``,
     ``{prefix}_top_vs_bottom_half`` (id order), and ``{prefix}_minority`` when ``minority`` names groups."""
     out = {
-        f"{prefix}_majority_minority": majority_minority(values, sizes),
+        f"{prefix}_majority_minority": majority_minority(values, sizes),  # signed (SIGNED)
         f"{prefix}_worst_vs_rest": worst_vs_rest(values, sizes, higher_is_better=higher_is_better),
-        f"{prefix}_top_vs_bottom_half": top_vs_bottom_half(values, sizes),
+        f"{prefix}_top_vs_bottom_half": top_vs_bottom_half(values, sizes),  # signed
     }
     if minority:
-        out[f"{prefix}_minority"] = minority_gap(values, sizes, minority, higher_is_better)
+        out[f"{prefix}_minority"] = minority_gap(values, sizes, minority, higher_is_better)  # signed
     return out

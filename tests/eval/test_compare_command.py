@@ -99,12 +99,12 @@ def test_signed_gaps_get_no_lower_is_better_arrow(tmp_path, monkeypatch):
     assert arrow("tpr_gap_majority_minority") == "" and arrow("gap_majority_minority") == ""
     assert arrow("tpr_gap_rms") == "↓" and arrow("accuracy") == "↑" and arrow("group_tpr/female") == ""
     md = to_markdown({"value": {"tpr_gap_majority_minority": -0.1, "tpr_gap_rms": 0.1}})
-    assert "| tpr_gap_majority_minority |" in md and "| tpr_gap_rms ↓ |" in md
+    assert "| tpr_gap_majority_minority (signed) |" in md and "| tpr_gap_rms ↓ |" in md
     for seed in (1, 2):
         _run(tmp_path / "runs" / f"ce{seed}", "CE", seed, 0.80, 0.20 + 0.01 * seed)
     monkeypatch.chdir(tmp_path)
     assert main(["compare", "runs", "--out", "cmp", "--gap", "tpr_gap_majority_minority"]) == 0
     text = (tmp_path / "cmp" / "settings.md").read_text()
-    assert "against test tpr_gap_majority_minority." in text and "tpr_gap_majority_minority ↓" not in text
+    assert "against test tpr_gap_majority_minority (signed)." in text and "tpr_gap_majority_minority ↓" not in text
     assert main(["compare", "runs", "--out", "cmp2"]) == 0
     assert "against test tpr_gap_rms ↓." in (tmp_path / "cmp2" / "settings.md").read_text()
