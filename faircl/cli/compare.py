@@ -19,7 +19,7 @@ different data sets are refused. Written into ``--out``:
   joined and the selected settings marked;
 - ``baseline.md`` (``--baseline DIR`` or ``--baseline KEY=VALUE[,KEY=VALUE]``): each setting's paired-seed
   differences and the verdicts of :mod:`faircl.eval.baseline` (from the runs' ``rows.npz``: the bias null on test
-  and validation, the seeds × rows bootstrap, Holm, the MDE);
+  and validation, the seeds × rows bootstrap, the three axes of each word, the MDE);
 - ``compare.json``: all of it, machine-readable.
 """
 
@@ -39,7 +39,7 @@ from faircl.cli.config_files import CLIError
 from faircl.eval.baseline import compare_to_baseline
 from faircl.eval.report import mark
 from faircl.eval.row_predictions import data_identity
-from faircl.eval.run_folders import read_run
+from faircl.eval.run_folders import read_run, run_files_without_report
 from faircl.eval.tradeoff import (Run, Setting, front_mask, group_runs, metric_columns, parse_constraint, plot_front,
                                   select, setting_labels)
 from faircl.eval.verdicts import VERDICT_HEADER, verdict_row
@@ -67,37 +67,70 @@ def _data_sets(runs: list[Run]) -> None:
                        "baseline claims need one data set: compare each data set's runs separately")
 
 
-def collect(folders: list[str]) -> tuple[list[Run], list[str]]:
-    """Every finished run under ``folders`` (newest report per setting and seed); returns the runs and notes."""
-    runs, notes, skipped = [], [], 0
+#: why a run folder under the given folders is not compared (the notes name each folder)
+UNFINISHED = "a sweep trial that did not finish (interrupted or pruned)"
+UNTRAINED = ("tested on untrained weights (`faircl test --ckpt_path none`: no checkpoint), never compared as a "
+             "trained run")
+
+
+def _left_out_notes(left_out: dict[str, str]) -> list[str]:
+    """One note per reason, naming the folders left out for it (the first five; all of them in ``compare.json``)."""
+    by_why: dict[str, list[str]] = {}
+    for where, why in left_out.items():
+        by_why.setdefault(why, []).append(where)
+    return [f"left out {len(paths)} run folder(s), {why}: {', '.join(paths[:5])}"
+            + (f" and {len(paths) - 5} more (compare.json: left_out)" if len(paths) > 5 else "")
+            for why, paths in by_why.items()]
+
+
+def collect(folders: list[str]) -> tuple[list[Run], list[str], dict[str, str]]:
+    """Every finished run of trained weights under ``folders`` (newest report per setting and seed); returns the runs,
+    notes, and the run folders left out (folder → why: an unfinished sweep trial, untrained weights, an unreadable
+    report or record, files of a run without their ``report.json``)."""
+    runs: list[Run] = []
+    notes: list[str] = []
+    left_out: dict[str, str] = {}
     seen: set[Path] = set()
     for folder in folders:
         root = Path(folder)
         if not root.exists():
             raise CLIError(f"compare: no such folder {folder!r}")
         reports = [root] if root.is_file() else sorted(root.rglob("report.json"))
-        found = 0
+        found, dropped = 0, []
         for rep in reports:
             if rep.resolve() in seen:  # a folder inside another given folder
                 found += 1
                 continue
             seen.add(rep.resolve())
-            run = read_run(rep)
-            if run is None:
-                skipped += 1
+            try:
+                run = read_run(rep)
+                why = UNFINISHED if run is None else UNTRAINED if run.untrained else None
+            except ValueError as err:
+                run, why = None, f"unreadable: {err}"
+            if why is not None:
+                left_out[str(rep.parent)] = why
+                dropped.append(str(rep.parent))
                 continue
             runs.append(run)
             found += 1
+        if root.is_dir():
+            for where, files in run_files_without_report(root).items():
+                left_out.setdefault(where, f"no report.json (beside its {', '.join(files)}: the run was deleted or "
+                                           "interrupted halfway)")
         if not found:
-            raise CLIError(f"compare: {folder!r} holds no finished run (no report.json of a `faircl test` run or of a "
-                           "finished sweep trial)")
-    if skipped:
-        notes.append(f"{skipped} report(s) of unfinished sweep trials left out")
+            told = (f"; left out {len(dropped)}, e.g. {dropped[0]}: {left_out[dropped[0]]}" if dropped else
+                    " (no report.json of a `faircl test` run or of a finished sweep trial)")
+            raise CLIError(f"compare: {folder!r} holds no finished run of trained weights{told}")
+    notes += _left_out_notes(left_out)
     _data_sets(runs)
     guessed = [r for r in runs if not r.source.startswith(("fit record", "fit config"))]
     if guessed:
         notes.append(f"{len(guessed)} run(s) without a record of their fit (e.g. {guessed[0].path}): their seed and "
                      "settings are those of the test command's config")
+    lost = [f"{r.path}: {name}" for r in runs for name in r.missing]
+    if lost:
+        notes.append(f"{len(lost)} file(s) named by a run's report are missing ({'; '.join(lost)}): without its per-row "
+                     "predictions a run's claims are decided from summary numbers, bias not checked")
     newest: dict[tuple, Run] = {}
     for run in runs:
         key = (tuple(sorted((k, repr(v)) for k, v in run.config.items() if k not in IGNORE)), run.seed)
@@ -106,7 +139,7 @@ def collect(folders: list[str]) -> tuple[list[Run], list[str]]:
             if Path(run.path).stat().st_mtime < Path(newest[key].path).stat().st_mtime:
                 continue
         newest[key] = run
-    return list(newest.values()), notes
+    return list(newest.values()), notes, left_out
 
 
 # ---------------------------------------------------------------------------------------------------- formatting
@@ -154,8 +187,8 @@ def _parser():
                    help="a run / sweep folder, or KEY=VALUE[,KEY=VALUE] naming one compared setting")
     p.add_argument("--margin", type=float, default=0.02, help="utility non-inferiority margin of the verdicts")
     p.add_argument("--paper-effect", type=Optional[float], help="the change of --gap a paper reports (fraction, "
-                   "negative = a reduction, e.g. -0.045): a non-significant change then reads 'does not hold' when "
-                   "the design could have detected it")
+                   "negative = a reduction, e.g. -0.045): the target of the size axis (a fall reaches it when its "
+                   "interval lies below half of it; without it, the gap's smallest effect of interest is the margin)")
     p.add_argument("--leakage", action="store_true", help="also claim that each setting lowers leakage_h (its bias "
                    "tested against the majority-group rate)")
     p.add_argument("--leakage-paper-effect", type=Optional[float], help="the leakage change a paper reports (fraction)")
@@ -212,8 +245,8 @@ def _baseline_md(baseline: Setting, labels: dict[str, str], varied: list[str], c
     rows = sum(result.from_rows)
     lines += ["", "## Verdicts\n",
               f"{rows} of {len(result.verdicts)} claims decided from per-row predictions (the baseline's bias tested "
-              "against the attribute-permutation null over the test and validation rows, the seeds × rows bootstrap, Holm over "
-              "all claims below); the others from per-seed summary numbers, their bias not checked.\n",
+              "against the attribute-permutation null over the test and validation rows, the seeds × rows bootstrap, the "
+              "intervals at 1 − α/(2m) over the m claims below); the others from per-seed summary numbers, their bias not checked.\n",
               *VERDICT_HEADER, *[verdict_row(v) for v in result.verdicts]]
     return "\n".join(lines) + "\n"
 
@@ -265,7 +298,7 @@ def compare(argv: list[str]) -> int:
         raise CLIError(f"{str(out)!r} already holds the outputs of a compare; pass --overwrite or another --out")
     folders = list(opts.folders)
     baseline_dir = opts.baseline if opts.baseline and Path(opts.baseline).exists() else None
-    runs, notes = collect(folders + ([baseline_dir] if baseline_dir and baseline_dir not in folders else []))
+    runs, notes, left_out = collect(folders + ([baseline_dir] if baseline_dir and baseline_dir not in folders else []))
     baseline_runs = None
     if baseline_dir:
         base = Path(baseline_dir).resolve()
@@ -294,11 +327,13 @@ def compare(argv: list[str]) -> int:
             for c in columns], r.val.get("dto", math.nan), r.predictions, r.checkpoint, r.path]
             for s in settings for r in s.runs]
     _csv(out / "runs.csv", head, rows)
+    left_md = (f"\n## Left out ({len(left_out)})\n\n" + _md(["run folder", "why"], [[k, v] for k, v in left_out.items()])
+               if left_out else "")
     (out / "runs.md").write_text(f"# Runs ({len(rows)})\n\nTest numbers of each run's checkpoint; `val dto` is the "
                                  "validation DTO of the same checkpoint. Where `predictions` is `knn` or `probe`, "
                                  "accuracy, gaps, leakage and both DTOs are those of the run's per-row predictions "
                                  "(`rows.npz`: a 1-NN or a probe on its embeddings), not of its logits.\n\n"
-                                 + _md(head, rows))
+                                 + _md(head, rows) + left_md)
     # settings
     marks = {s.name: [k for k, v in selected.items() if v is s] for s in settings}
     shead = ["setting", "label", "seeds", *[_short(k) for k in varied], *[f"{c} (mean ± sd)" for c in columns],
@@ -351,7 +386,7 @@ def compare(argv: list[str]) -> int:
     plot_front(settings, opts.gap, out / "front.png", {n: ", ".join(k) for n, k in marks.items() if k},
                baseline.name if baseline is not None else None, title=title, labels=labels)
     payload = {
-        "split": split, "gap": opts.gap, "varied": varied, "notes": notes,
+        "split": split, "gap": opts.gap, "varied": varied, "notes": notes, "left_out": left_out,
         "runs": [{"setting": r.setting, "trial": r.trial, "seed": r.seed, "path": r.path, "checkpoint": r.checkpoint,
                   "settings": {k: r.config.get(k) for k in varied}, "test": r.test, "val": r.val} for r in runs],
         "settings": [{"name": s.name, "values": s.values, "seeds": [r.seed for r in s.runs], "on_front": bool(on),

@@ -8,7 +8,9 @@ per-row predictions, :mod:`faircl.eval.row_predictions`) and, for a bench run of
 else the fit's ``config.yaml`` beside the checkpoint, else (noted in ``Run.source``) the run folder's own
 ``config.yaml``. The validation metrics of the checkpoint come from a sweep trial's ``result.json`` or from the fit
 run's ``metrics.csv`` (the row of the checkpoint's epoch). A run whose rows are a 1-NN's or a probe's
-(``meta.rows.predictions``: ``knn`` / ``probe``) gets its accuracy, gaps and leakage from those rows.
+(``meta.rows.predictions``: ``knn`` / ``probe``) gets its accuracy, gaps and leakage from those rows. A run of
+untrained weights (``faircl test --ckpt_path none``: its report's checkpoint is :data:`UNTRAINED`) is marked
+``Run.untrained``; a file its report names but its folder lacks is in ``Run.missing``.
 
 Nothing here decides anything: reading fails only on unreadable files (``ValueError`` naming the file).
 """
@@ -29,7 +31,13 @@ from faircl.eval.report import read_report
 from faircl.eval.row_predictions import fairness_of, flatten_config, read_rows
 from faircl.eval.tradeoff import Run
 
-__all__ = ["read_items", "read_run", "read_runs_rows"]
+__all__ = ["UNTRAINED", "read_items", "read_run", "read_runs_rows", "run_files_without_report"]
+
+#: the checkpoint ``faircl test --ckpt_path none`` writes in its report (``meta.checkpoint``): the untrained weights
+UNTRAINED = "none (untrained weights)"
+#: files a ``faircl test`` run folder holds beside its ``report.json`` (a folder with one of them but no report was
+#: deleted or interrupted halfway)
+RUN_FILES = ("report.md", "report.png", "rows.npz", "items.json")
 
 #: one split's per-row predictions (field → array, as :func:`faircl.eval.row_predictions.read_rows` gives them)
 Fields = dict[str, np.ndarray]
@@ -75,7 +83,10 @@ def _fit_settings(data: dict[str, Any], run_dir: Path, ckpt: Path | None) -> tup
     for cfg_file, source in (((ckpt.parent.parent / "config.yaml") if ckpt is not None else None, "fit config"),
                              (run_dir / "config.yaml", "test config")):
         if cfg_file is not None and cfg_file.is_file():
-            config = flatten_config(yaml.safe_load(cfg_file.read_text()) or {})
+            try:
+                config = flatten_config(yaml.safe_load(cfg_file.read_text()) or {})
+            except (OSError, yaml.YAMLError, AttributeError) as err:
+                raise ValueError(f"{cfg_file}: not a readable config ({' '.join(str(err).split())})") from None
             return config, config.get("seed_everything"), f"{source} {cfg_file}"
     return {}, None, "nothing (no fit record, no config.yaml)"
 
@@ -93,9 +104,32 @@ def _metrics_from_rows(path: Path, test: dict[str, float], val: dict[str, float]
     return test, val
 
 
+def _json(path: Path) -> Any:
+    """The JSON of ``path``; ``ValueError`` naming the file when it is not readable JSON."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path}: not readable JSON ({err})") from None
+
+
+def run_files_without_report(root: str | Path) -> dict[str, list[str]]:
+    """The folders under ``root`` that hold files of a ``faircl test`` run (:data:`RUN_FILES`) but no
+    ``report.json``: folder → the files found."""
+    found: dict[str, list[str]] = {}
+    for name in RUN_FILES:
+        for path in sorted(Path(root).rglob(name)):
+            if not (path.parent / "report.json").exists():
+                found.setdefault(str(path.parent), []).append(name)
+    return found
+
+
 def read_run(report: str | Path) -> Run | None:
     """A :class:`~faircl.eval.tradeoff.Run` from a ``report.json`` (``None`` for a sweep trial that did not finish:
-    interrupted or pruned)."""
+    interrupted or pruned).
+
+    Raises:
+        ValueError: the report, the trial's record or its fit's ``config.yaml`` is not readable (naming the file).
+    """
     report = Path(report)
     run_dir = report.parent
     trial = None
@@ -103,28 +137,31 @@ def read_run(report: str | Path) -> Run | None:
         if re.fullmatch(r"trial_\d+", parent.name) and (parent / "trial_spec.json").is_file():
             if not (parent / "trial.json").is_file():
                 return None  # an interrupted or pruned trial
-            trial = json.loads((parent / "trial.json").read_text())["trial"]
+            trial = _json(parent / "trial.json").get("trial")
             break
-    data = json.loads(report.read_text())
+    data = _json(report)
+    if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
+        raise ValueError(f"{report}: no 'metrics' (not the report of a `faircl test` run)")
     ckpt_text = str((data.get("meta") or {}).get("checkpoint", ""))
     ckpt = _resolve_ckpt(ckpt_text, run_dir) if ckpt_text else None
     config, seed, source = _fit_settings(data, run_dir, ckpt)
     val: dict[str, float] = {}
     result = run_dir.parent.parent / "result.json"
     if trial is not None and result.is_file():
-        val = {k[4:]: float(v) for k, v in json.loads(result.read_text()).get("val", {}).items()}
+        val = {k[4:]: float(v) for k, v in _json(result).get("val", {}).items()}
     elif ckpt is not None:
         val = _val_from_metrics_csv(ckpt)
     rows_info = (data.get("meta") or {}).get("rows")
     rows = run_dir / rows_info["file"] if isinstance(rows_info, dict) and "file" in rows_info else None
-    rows = rows if rows is not None and rows.is_file() else None
+    missing = (rows.name,) if rows is not None and not rows.is_file() else ()
+    rows = None if missing else rows
     test = read_report(report)
     how = rows_info.get("predictions", "logits") if isinstance(rows_info, dict) else "logits"
     if rows is not None and how != "logits":
         test, val = _metrics_from_rows(rows, test, val)
     return Run(str(run_dir), None if seed is None else int(seed), config, test, val,
                str(ckpt) if ckpt is not None else ckpt_text, trial, rows=str(rows) if rows is not None else None,
-               source=source, predictions=how)
+               source=source, predictions=how, untrained=ckpt_text == UNTRAINED, missing=missing)
 
 
 def read_runs_rows(runs: Iterable[Run], known: Mapping[str, dict[str, Fields]] | None = None

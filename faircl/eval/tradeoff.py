@@ -43,6 +43,8 @@ class Run:
     rows: str | None = None  # the run's ``rows.npz`` (per-row predictions), if it kept them
     source: str = ""  # where the seed and settings were read (the fit record, the fit's config, ...)
     predictions: str = "logits"  # where the test and val numbers come from: the logits, or knn / probe rows
+    untrained: bool = False  # tested on untrained weights (``faircl test --ckpt_path none``): no checkpoint
+    missing: tuple[str, ...] = ()  # files its report names that its folder lacks (e.g. ``rows.npz``)
 
     def __post_init__(self) -> None:
         self.test = {**self.test, **selection_scores(self.test)}  # DTO and balanced DTO of the test numbers
