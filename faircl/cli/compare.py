@@ -19,8 +19,13 @@ different data sets are refused. Written into ``--out``:
   joined and the selected settings marked;
 - ``baseline.md`` (``--baseline DIR`` or ``--baseline KEY=VALUE[,KEY=VALUE]``): each setting's paired-seed
   differences and the verdicts of :mod:`faircl.eval.baseline` (from the runs' ``rows.npz``: the bias null on test
-  and validation, the seeds × rows bootstrap, the three axes of each word, the MDE);
+  and validation, the seeds × rows bootstrap, the three axes of each word, the MDE); a claim on one paired seed
+  gets no verdict and says so (no seed-to-seed variance, as ``faircl bench`` refuses ``--seeds 1``);
 - ``compare.json``: all of it, machine-readable.
+
+Nothing is dropped silently: a run of untrained weights (``faircl test --ckpt_path none``), an unfinished sweep trial,
+an unreadable report or record and the files of a run without their ``report.json`` are left out and named (the
+notes, ``runs.md``, ``compare.json``'s ``left_out``).
 """
 
 from __future__ import annotations
@@ -36,18 +41,20 @@ from typing import Any, Optional
 import yaml
 
 from faircl.cli.config_files import CLIError
-from faircl.eval.baseline import compare_to_baseline
+from faircl.eval.baseline import baseline_evidence
 from faircl.eval.report import mark
 from faircl.eval.row_predictions import data_identity
 from faircl.eval.run_folders import read_run, run_files_without_report
 from faircl.eval.tradeoff import (Run, Setting, front_mask, group_runs, metric_columns, parse_constraint, plot_front,
                                   select, setting_labels)
-from faircl.eval.verdicts import VERDICT_HEADER, verdict_row
+from faircl.eval.verdicts import VERDICT_HEADER, decide, verdict_row
 
 #: configuration keys that never distinguish settings (paths, logging, the seed)
 IGNORE = ("seed_everything", "ckpt_path", "trainer.default_root_dir", "trainer.logger", "trainer.callbacks",
           "trainer.enable_progress_bar", "trainer.enable_model_summary", "trainer.enable_checkpointing",
           "trainer.devices", "trainer.num_nodes", "trainer.strategy", "trainer.accelerator", "config")
+#: the fewest paired seeds a claim is decided on (as ``faircl bench --seeds``)
+MIN_SEEDS = 2
 
 
 # ---------------------------------------------------------------------------------------------------- runs
@@ -226,9 +233,15 @@ def _mean_sd(s: Setting, metric: str) -> str:
     return f"{m:.4f}" if len(s.runs) < 2 else f"{m:.4f} ± {d:.4f}"
 
 
-def _baseline_md(baseline: Setting, labels: dict[str, str], varied: list[str], columns: list[str], result: Any
-                 ) -> str:
-    """``baseline.md``: the baseline's fit settings, the paired differences of every metric and the verdicts."""
+def _difference(e: Any) -> str:
+    """A paired difference in points: its interval, or the mean alone on one seed (no interval)."""
+    return e.fmt() if e.n_seeds >= MIN_SEEDS else f"{100 * e.mean:+.1f} ({e.n_seeds} seed: no interval)"
+
+
+def _baseline_md(baseline: Setting, labels: dict[str, str], varied: list[str], columns: list[str], result: Any,
+                 undecided: dict[str, str]) -> str:
+    """``baseline.md``: the baseline's fit settings, the paired differences of every metric, the verdicts and the
+    claims without one."""
     run = baseline.runs[0]
     told = ", ".join(f"{_short(k)}={_fmt(run.config.get(k))}" for k in varied if run.config.get(k) is not None)
     epochs = sorted({str(r.config.get("trainer.max_epochs")) for r in baseline.runs})
@@ -241,14 +254,34 @@ def _baseline_md(baseline: Setting, labels: dict[str, str], varied: list[str], c
              "| setting | seeds | " + " | ".join(columns) + " |", "|---|---|" + "---|" * len(columns)]
     for name, diffs in result.differences.items():
         lines.append(f"| {labels.get(name, name)} | {', '.join(map(str, result.seeds[name]))} | "
-                     + " | ".join(diffs[c].fmt() if c in diffs else "n/a" for c in columns) + " |")
+                     + " | ".join(_difference(diffs[c]) if c in diffs else "n/a" for c in columns) + " |")
     rows = sum(result.from_rows)
     lines += ["", "## Verdicts\n",
               f"{rows} of {len(result.verdicts)} claims decided from per-row predictions (the baseline's bias tested "
               "against the attribute-permutation null over the test and validation rows, the seeds × rows bootstrap, the "
               "intervals at 1 − α/(2m) over the m claims below); the others from per-seed summary numbers, their bias not checked.\n",
               *VERDICT_HEADER, *[verdict_row(v) for v in result.verdicts]]
+    if undecided:
+        lines += ["", f"## No verdict ({len(undecided)})\n", *[f"- {claim}: no verdict, {why}"
+                                                               for claim, why in undecided.items()]]
     return "\n".join(lines) + "\n"
+
+
+def _too_few_seeds(result: Any, labels: dict[str, str]) -> dict[str, str]:
+    """Take the claims on fewer than :data:`MIN_SEEDS` paired seeds out of ``result``'s evidence, so that they get no
+    verdict (and no place in the family): one seed has no seed-to-seed variance, its interval is (−∞, ∞), and
+    ``faircl bench`` refuses ``--seeds 1`` for it. Returns claim → why it has no verdict."""
+    seeds = {labels.get(n, n): s for n, s in result.seeds.items()}
+    few = [c.effect.n_seeds < MIN_SEEDS for c in result.evidence]
+    undecided = {}
+    for c in (c for c, f in zip(result.evidence, few) if f):
+        told = seeds.get(c.name.partition(" lowers ")[0], [])
+        undecided[c.name] = (f"{c.effect.n_seeds} paired seed{'s' if c.effect.n_seeds != 1 else ''}"
+                             f"{' (seed ' + ', '.join(map(str, told)) + ')' if told else ''}; a paired comparison "
+                             f"needs at least {MIN_SEEDS} (no seed-to-seed variance)")
+    result.evidence = [c for c, f in zip(result.evidence, few) if not f]
+    result.from_rows = [r for r, f in zip(result.from_rows, few) if not f]
+    return undecided
 
 
 def _find_baseline(spec: str, settings: list[Setting], runs_of_baseline: list[Run] | None) -> Setting:
@@ -371,13 +404,15 @@ def compare(argv: list[str]) -> int:
     result = None
     if baseline is not None:
         try:
-            result = compare_to_baseline(baseline, settings, columns, opts.gap, labels, utility=opts.utility,
-                                         margin=opts.margin, paper_effect=opts.paper_effect, leakage=opts.leakage,
-                                         leakage_paper_effect=opts.leakage_paper_effect, n_bootstrap=opts.bootstrap,
-                                         n_permutations=opts.permutations)
+            result = baseline_evidence(baseline, settings, columns, opts.gap, labels, utility=opts.utility,
+                                       paper_effect=opts.paper_effect, leakage=opts.leakage,
+                                       leakage_paper_effect=opts.leakage_paper_effect, n_bootstrap=opts.bootstrap,
+                                       n_permutations=opts.permutations)
         except ValueError as err:
             raise CLIError(f"compare --baseline: {err}") from None
-        (out / "baseline.md").write_text(_baseline_md(baseline, labels, varied, columns, result))
+        undecided = _too_few_seeds(result, labels)
+        result.verdicts = decide(result.evidence, margin=opts.margin) if result.evidence else []
+        (out / "baseline.md").write_text(_baseline_md(baseline, labels, varied, columns, result, undecided))
         unpaired = [labels[s.name] for s in settings if s is not baseline and s.name not in result.seeds]
         if unpaired:
             notes.append(f"no claim for {', '.join(unpaired)}: no fit seed shared with the baseline "
@@ -399,6 +434,8 @@ def compare(argv: list[str]) -> int:
             "setting": baseline.name, "label": labels.get(baseline.name),
             "verdicts": [{"claim": v.name, "verdict": v.verdict, "reason": v.reason, "from_rows": rows,
                           **dataclasses.asdict(v)} for v, rows in zip(result.verdicts, result.from_rows)],
+            "undecided": [{"claim": claim, "verdict": None, "reason": f"no verdict: {why}"}
+                          for claim, why in undecided.items()],
             "seeds": result.seeds,
             "differences": {n: {c: {"mean": e.mean, "lo": e.lo, "hi": e.hi, "p": e.p_value} for c, e in d.items()}
                             for n, d in result.differences.items()}},
@@ -413,6 +450,8 @@ def compare(argv: list[str]) -> int:
     if result is not None:
         for v in result.verdicts:
             print(f"{v.verdict}: {v.name} — {v.effect.fmt()} points ({v.reason})")
+        for claim, why in undecided.items():
+            print(f"no verdict: {claim} — {why}")
     print(f"written to {out}: runs.md/csv, settings.md/csv, selection.md, front.png"
           + (", baseline.md" if result else "") + ", compare.json")
     return 0

@@ -108,3 +108,23 @@ def test_signed_gaps_get_no_lower_is_better_arrow(tmp_path, monkeypatch):
     assert "against test tpr_gap_majority_minority (signed)." in text and "tpr_gap_majority_minority ↓" not in text
     assert main(["compare", "runs", "--out", "cmp2"]) == 0
     assert "against test tpr_gap_rms ↓." in (tmp_path / "cmp2" / "settings.md").read_text()
+
+
+def test_a_claim_on_one_paired_seed_gets_no_verdict_and_says_why(tmp_path, monkeypatch, capsys):
+    for seed in (1, 2, 3):
+        _run(tmp_path / "runs" / f"ce{seed}", "CE", seed, 0.80, 0.20 + 0.01 * seed)
+        _run(tmp_path / "runs" / f"two{seed}", "Two", seed, 0.80, 0.10 + 0.02 * seed)
+    _run(tmp_path / "runs" / "one2", "One", 2, 0.81, 0.05)  # shares seed 2 only
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", "runs", "--out", "cmp", "--baseline", "model=CE", "--split", "test"]) == 0
+    out = capsys.readouterr().out
+    (said,) = [ln for ln in out.splitlines() if "One lowers" in ln]
+    assert said == ("no verdict: One lowers tpr_gap_rms vs CE — 1 paired seed (seed 2); a paired comparison needs at "
+                    "least 2 (no seed-to-seed variance)")
+    assert "∞" not in out
+    base = json.loads((tmp_path / "cmp" / "compare.json").read_text())["baseline"]
+    assert [v["claim"] for v in base["verdicts"]] == ["Two lowers tpr_gap_rms vs CE"]  # two seeds or more: decided
+    assert [(u["claim"], u["verdict"]) for u in base["undecided"]] == [("One lowers tpr_gap_rms vs CE", None)]
+    md = (tmp_path / "cmp" / "baseline.md").read_text()
+    assert "∞" not in md and "(1 seed: no interval)" in md
+    assert "- One lowers tpr_gap_rms vs CE: no verdict, 1 paired seed (seed 2)" in md.split("## No verdict (1)")[1]
