@@ -1,10 +1,11 @@
 """A bench's runs and verdicts, look by look: the fixed design (one look at each protocol's own seeds, at level α) or,
 with ``--max-seeds N``, the group-sequential one of :mod:`faircl.eval.sequential` (more seeds only for the protocols
-with a claim still inconclusive, until every claim is decided or ``N`` is reached).
+with a claim whose word is not yet final, until every word is final or ``N`` is reached).
 
 Each look runs what its seeds need (:func:`faircl.bench.runner.run_tasks`: finished runs are reused, so a re-run with a
 higher cap replays the earlier looks on the runs it has and continues), decides every claim of the family at the
-look's level (:func:`faircl.bench.results.decide_bench`) and keeps the verdict of each claim it decided.
+look's level (:func:`faircl.bench.results.decide_bench`, with each protocol's cap as the horizon of its words) and keeps
+the verdict of each claim whose word is final.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Callable
 from faircl.bench.results import ClaimRow, decide_bench
 from faircl.bench.runner import MethodSpec, RunTask, plan, run_tasks
 from faircl.bench.spec import Protocol
-from faircl.eval.sequential import DECIDED, Look, schedule
+from faircl.eval.sequential import Look, schedule
 
 __all__ = ["Outcome", "run_looks"]
 
@@ -69,18 +70,19 @@ def run_looks(protocols: list[Protocol], method: MethodSpec, starts: dict[str, i
             if t.done:  # tried again and finished
                 failed.pop(f"{t.protocol.name} · {t.setting} · seed {t.seed}", None)
         undecided = []
-        closed = frozenset(p.name for p in protocols if p.name not in open_)  # stopped at an earlier look
+        last = design[-1]  # each protocol's words look ahead to its cap (none at its last look)
+        horizon = {n: (last.seeds[n], last.level) for n in open_ if look.seeds[n] < last.seeds[n]}
         rows = decide_bench(protocols, tasks, method.label, alpha=look.level, n_permutations=n_permutations,
-                            n_bootstrap=n_bootstrap, undecided=undecided, settled=closed)
+                            n_bootstrap=n_bootstrap, undecided=undecided, horizon=horizon)
         order = [_key(r) for r in rows]
         for r in rows:
-            if _key(r) in final and final[_key(r)].verdict.verdict in DECIDED:
-                continue  # decided at an earlier look: its verdict stands
+            if _key(r) in final and final[_key(r)].verdict.final:
+                continue  # final at an earlier look: its word stands
             r.extra.update(look=look.number, looks=len(design), level=look.level)
             final[_key(r)] = r
         nxt = design[look.number] if look.number < len(design) else None
         open_ = [n for n in open_ if nxt is not None and nxt.seeds[n] > look.seeds[n]
-                 and any(final[k].verdict.verdict not in DECIDED for k in order if k[0] == n)]
+                 and any(not final[k].verdict.final for k in order if k[0] == n)]
         if len(design) > 1:
             _progress(say, look, [final[k] for k in order], open_, nxt)
         if not open_:
@@ -92,14 +94,14 @@ def run_looks(protocols: list[Protocol], method: MethodSpec, starts: dict[str, i
 
 def _progress(say: Callable[[str], None], look: Look, rows: list[ClaimRow], open_: list[str],
               nxt: Look | None) -> None:
-    waiting = [r for r in rows if r.verdict.verdict not in DECIDED]
-    text = f"faircl bench: after look {look.number}, {len(rows) - len(waiting)} of {len(rows)} claims decided"
+    waiting = [r for r in rows if not r.verdict.final]
+    text = f"faircl bench: after look {look.number}, {len(rows) - len(waiting)} of {len(rows)} claims final"
     if waiting and open_ and nxt is not None:
         text += "; open: " + "; ".join(
             f"{n} ({sum(r.protocol == n for r in waiting)} claims) waits for seeds {look.seeds[n]}–{nxt.seeds[n] - 1}"
             for n in open_)
     elif waiting:
-        text += f"; {len(waiting)} stay inconclusive at the cap"
+        text += f"; {len(waiting)} stay open at the cap"
     say(text)
 
 
@@ -108,8 +110,8 @@ def _reasoned(r: ClaimRow, n_looks: int) -> ClaimRow:
     if n_looks == 1:
         return r
     v = r.verdict
-    where = (f"decided at look {r.extra['look']} of {n_looks} ({len(r.seeds)} seeds, level {r.extra['level']:.3g})"
-             if v.verdict in DECIDED else f"still open after look {r.extra['look']} of {n_looks} "
-             f"({len(r.seeds)} seeds, level {r.extra['level']:.3g})")
+    at = f"look {r.extra['look']} of {n_looks} ({len(r.seeds)} seeds, level {r.extra['level']:.3g})"
+    where = (f"decided at {at}" if v.verdict != "inconclusive" else
+             f"stopped open at {at}" if r.extra["look"] < n_looks else f"still open after {at}")
     r.verdict = dataclasses.replace(v, reason=f"{v.reason}; {where}")
     return r

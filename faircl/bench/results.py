@@ -1,6 +1,6 @@
 """Verdicts of a benchmark and its files: every claim of every protocol decided as ``faircl compare --baseline``
-decides it, all claims of one bench forming one Holm family; ``results.md`` (verdicts first), ``results.csv`` and
-``tradeoff.png``.
+decides it, the protocols' own claims of one bench forming one family (and ``--against``'s claims a second);
+``results.md`` (verdicts first), ``results.csv`` and ``tradeoff.png``.
 
 :func:`decide_bench` takes three steps: it reads what every finished run left in its folder (its report, per-row
 predictions and per-item outputs: :mod:`faircl.eval.run_folders`), builds each claim's evidence
@@ -21,7 +21,7 @@ import numpy as np
 from faircl.bench.runner import RunTask
 from faircl.bench.spec import Protocol
 from faircl.eval.baseline import baseline_evidence, statistic_evidence
-from faircl.eval.power import rows_to_decide
+from faircl.eval.power import Axis, rows_to_decide
 from faircl.eval.report import arrow
 from faircl.eval.run_folders import read_items, read_run, read_runs_rows
 from faircl.eval.tradeoff import Setting
@@ -111,13 +111,17 @@ Found = tuple[ClaimRow, ClaimEvidence, float]
 
 def decide_bench(protocols: list[Protocol], tasks: dict[str, list[RunTask]], method_label: str, alpha: float = 0.05,
                  n_permutations: int = 1000, n_bootstrap: int = 2000, undecided: list[str] | None = None,
-                 settled: frozenset[str] = frozenset()) -> list[ClaimRow]:
-    """The verdict of every claim of every protocol (one Holm family over all of them). ``undecided`` (a list)
-    receives a line for each ``statistic`` claim that no seed of both settings reported. ``settled``: protocols
-    whose runs stopped at an earlier look of a sequential design (their claims are settled: Holm p-values 1).
+                 horizon: dict[str, tuple[int, float]] | None = None) -> list[ClaimRow]:
+    """The verdict of every claim of every protocol. ``undecided`` (a list) receives a line for each ``statistic``
+    claim that no seed of both settings reported. ``horizon``: protocol → ``(seeds, level)`` of the sequential
+    design's last look, for the protocols not at it (their words may not be final yet).
 
-    Three steps: read every protocol's runs (:func:`read_protocol_runs`), build each claim's evidence, decide the
-    whole family once (:func:`faircl.eval.verdicts.decide`, each claim with its own utility margin)."""
+    Three steps: read every protocol's runs (:func:`read_protocol_runs`), build each claim's evidence, decide each
+    family once (:func:`faircl.eval.verdicts.decide`, each claim with its own utility margin). The protocols' own
+    claims form one family; the claims ``--against`` adds form a second one, decided after it, so asking about
+    another method never changes a verdict against the protocols' baselines. An against-claim's utility is judged
+    against the protocol's first baseline (the primary claim's utility change on the same gap): a method may not
+    buy its fall below another method with the other method's utility loss added to its own."""
     read = {p.name: read_protocol_runs(p, tasks.get(p.name, []), method_label) for p in protocols}
     found: list[Found] = []
     for p in protocols:
@@ -125,22 +129,41 @@ def decide_bench(protocols: list[Protocol], tasks: dict[str, list[RunTask]], met
             if ev.smallest_effect is None and p.smallest_effect is not None:  # the protocol's, for a claim with none
                 ev = replace(ev, smallest_effect=p.smallest_effect)
             found.append((row, ev, margin))
-    verdicts = decide([ev for _, ev, _ in found], alpha=alpha, margin=[m for _, _, m in found],
-                      settled=[row.protocol in settled for row, _, _ in found]) if found else []
-    level = alpha / max(1, sum(math.isfinite(ev.effect.p_value) for _, ev, _ in found))  # as decide plans seeds
+    primary = {(r.protocol, r.gap): ev for r, ev, _ in found if not r.extra.get("against")}
+    for k, (row, ev, margin) in enumerate(found):
+        own = primary.get((row.protocol, row.gap))
+        if row.extra.get("against") and own is not None:
+            found[k] = (row, replace(ev, utility=own.utility), margin)
+    horizon = horizon or {}
     by_name = {p.name: p for p in protocols}
-    for (row, ev, margin), v in zip(found, verdicts):
-        p = by_name[row.protocol]
-        if v.verdict == "inconclusive" and p.test_rows and v.rows_needed is None:  # else its rows are said
-            v = replace(v, reason=f"{v.reason}; {_rows_needed(p, ev, margin, level)}")
-        row.verdict, row.claim = v, v.name
+    for family in (False, True):
+        members = [f for f in found if bool(f[0].extra.get("against")) == family]
+        if not members:
+            continue
+        verdicts = decide([ev for _, ev, _ in members], alpha=alpha, margin=[m for _, _, m in members],
+                          horizon=[horizon.get(row.protocol) for row, _, _ in members])
+        for (row, ev, margin), v in zip(members, verdicts):
+            p = by_name[row.protocol]
+            if v.verdict == "inconclusive" and p.test_rows and v.rows_needed is None:  # else its rows are said
+                v = replace(v, reason=f"{v.reason}; {_rows_needed(p, v, ev, margin)}")
+            if family and v.verdict == "untestable" and v.bias:
+                v = replace(v, reason=f"{row.baseline} has no bias beyond chance left to improve on ({v.reason})")
+            if family:
+                row.extra["utility_vs"] = next(iter(p.baselines))
+            row.verdict, row.claim = v, v.name
     return [row for row, _, _ in found]
 
 
-def _rows_needed(p: Protocol, ev: ClaimEvidence, margin: float, level: float) -> str:
+def _rows_needed(p: Protocol, v: Any, ev: ClaimEvidence, margin: float) -> str:
     """How many test rows would decide an open claim at the protocol's seeds (a protocol whose data can grow)."""
     now = int(p.data["init_args"][p.test_rows])
-    factor = rows_to_decide(ev.effect, ev.utility, ev.target, p.seeds, level, margin)
+    level = (1 - v.confidence) / 2  # planned at the level a continuation's next look would use
+    axes = [Axis("direction", ev.effect, abs(v.target))] if v.direction == "undetermined" else []
+    if v.size == "undetermined":
+        axes.append(Axis("size", ev.effect, abs(v.target - v.threshold)))
+    if v.utility_axis == "undetermined":
+        axes.append(Axis("utility", ev.utility, margin))
+    factor = rows_to_decide(axes, p.seeds, level)
     if factor is None:
         return f"more test rows alone would not decide it at {p.seeds} seeds"
     return f"at {p.seeds} seeds, about {math.ceil(factor * now):,} test rows would ({p.test_rows}, now {now:,})"
@@ -179,7 +202,8 @@ def _evidence(p: Protocol, read: ProtocolRuns, n_permutations: int, n_bootstrap:
         for k, (gap, ev) in enumerate(zip(names, result.evidence)):
             row = ClaimRow(p.name, p.control, "", gap, claim.baseline, method.name, seeds, _mean(shared_b, gap),
                            _mean(shared_m, gap), _mean(shared_b, claim.utility), _mean(shared_m, claim.utility), None,
-                           result.from_rows[k], read.wall_s, {"paper": p.paper, "utility": claim.utility})
+                           result.from_rows[k], read.wall_s,
+                           {"paper": p.paper, "utility": claim.utility, "against": claim.against})
             out.append((row, ev, claim.margin))
     return out
 
@@ -195,7 +219,7 @@ def _statistic_claim(p: Protocol, claim: Any, read: ProtocolRuns) -> tuple[Claim
     row = ClaimRow(p.name, p.control, "", claim.statistic, claim.baseline, read.method.name, seeds,
                    float(np.mean(values[0])), float(np.mean(values[1])), float(np.mean(utility[0])),
                    float(np.mean(utility[1])), None, True, read.wall_s,
-                   {"paper": p.paper, "utility": claim.utility,
+                   {"paper": p.paper, "utility": claim.utility, "against": claim.against,
                     "bias_text": f"no attribute null ({claim.statistic} involves no group); paired over seeds"})
     return row, ev
 
@@ -214,7 +238,7 @@ def _item_claim(p: Protocol, claim: Any, read: ProtocolRuns, n_permutations: int
                            claim.paper_effect, n_permutations, n_bootstrap)
     (b, m), (bu, mu) = extra["values"], extra["utility"]
     row = ClaimRow(p.name, p.control, "", claim.score, claim.baseline, read.method.name, seeds, b, m, bu, mu, None,
-                   True, read.wall_s, {"paper": p.paper, "utility": "utility_accuracy",
+                   True, read.wall_s, {"paper": p.paper, "utility": "utility_accuracy", "against": claim.against,
                                        "bias_text": extra["bias_text"], "what": extra["what"]})
     return row, ev
 
@@ -240,16 +264,45 @@ def _bias(v: Any, text: str = "") -> str:
                      for b in v.bias)
 
 
-HEADER = ["protocol", "claim", "verdict", "baseline gap", "method gap", "Δgap [95% CI]", "paper Δgap",
-          "Δutility [95% CI]", "baseline bias vs null", "p (Holm)", "seeds", "reason"]
+HEADER = ["protocol", "claim", "verdict", "direction · size · utility", "target (threshold τ)", "baseline gap",
+          "method gap", "Δgap [CI]", "Δutility [CI]", "baseline bias vs null", "p_adj", "seeds", "seeds needed",
+          "reason"]
+
+
+def _target(v: Any) -> str:
+    if not math.isfinite(v.target):
+        return "—"
+    return f"{_pct(v.target, True)} (τ {_pct(v.threshold, True)})"
 
 
 def _cells(r: ClaimRow) -> list[str]:
+    from faircl.eval.verdicts import seeds_cell
+
     v = r.verdict
-    paper = "—" if v.paper_effect is None else _pct(v.paper_effect, True)
-    return [r.protocol + (" (control)" if r.control else ""), r.claim, f"**{v.verdict}**", _pct(r.baseline_gap),
-            _pct(r.method_gap), _ci(v.effect), paper, _ci(v.utility), _bias(v, r.extra.get("bias_text", "")),
-            f"{v.p_holm:.3g}" if math.isfinite(v.p_holm) else "—", str(len(r.seeds)), v.reason]
+    utility = _ci(v.utility) + (f" vs {r.extra['utility_vs']}" if r.extra.get("utility_vs") else "")
+    return [r.protocol + (" (control)" if r.control else ""), r.claim, f"**{v.verdict}**",
+            f"{v.direction} · {v.size} · {v.utility_axis}", _target(v), _pct(r.baseline_gap), _pct(r.method_gap),
+            _ci(v.effect), utility, _bias(v, r.extra.get("bias_text", "")),
+            f"{v.p_adj:.3g}" if math.isfinite(v.p_adj) else "—", str(len(r.seeds)), seeds_cell(v), v.reason]
+
+
+#: the columns of ``results.csv``
+CSV_COLUMNS = ["protocol", "control", "claim", "verdict", "direction", "size", "utility", "gap", "baseline", "method",
+               "seeds", "baseline_gap", "method_gap", "effect", "effect_lo", "effect_hi", "confidence", "target",
+               "threshold", "target_from", "paper_effect", "utility_change", "utility_lo", "utility_hi",
+               "utility_vs", "p_adj", "mde", "seeds_needed", "rows_needed", "seeds_axis", "look", "level",
+               "family", "from_rows", "reason"]
+
+
+def _csv_row(r: ClaimRow) -> list[Any]:
+    v = r.verdict
+    return [r.protocol, r.control, r.claim, v.verdict, v.direction, v.size, v.utility_axis, r.gap, r.baseline,
+            r.method, " ".join(map(str, r.seeds)), r.baseline_gap, r.method_gap, v.effect.mean, v.effect.lo,
+            v.effect.hi, v.confidence, v.target, v.threshold, v.target_from,
+            "" if v.paper_effect is None else v.paper_effect, v.utility.mean, v.utility.lo, v.utility.hi,
+            r.extra.get("utility_vs", r.baseline), v.p_adj, v.mde, "" if v.seeds_needed is None else v.seeds_needed,
+            "" if v.rows_needed is None else v.rows_needed, v.seeds_axis, r.extra.get("look", 1),
+            r.extra.get("level", ""), "against" if r.extra.get("against") else "primary", r.from_rows, v.reason]
 
 
 def write_results(out: Path, rows: list[ClaimRow], skipped: list[tuple[str, str]], header: list[str],
@@ -258,10 +311,14 @@ def write_results(out: Path, rows: list[ClaimRow], skipped: list[tuple[str, str]
     rows). ``undecided``: claims that no run could answer (each said under its own heading)."""
     out.mkdir(parents=True, exist_ok=True)
     md = ["# faircl bench", "", *header, "",
-          "Gaps and utilities in points (×100); Δ = method − baseline, paired by seed on the same rows; one Holm "
-          "family over every claim below. A claim is testable only where the baseline's gap exceeds the "
-          "attribute-permutation null (\"baseline bias vs null\"); else it reads *untestable*. A claim on a "
-          "statistic that involves no attribute (cluster dominance) has no such null: it is a t-test over seeds.",
+          "Gaps and utilities in points (×100); Δ = method − baseline, paired by seed on the same rows. Each word "
+          "is read off three axes: direction (the gap's interval against 0), size (against the threshold τ, half "
+          "the target: the paper's effect, else the protocol's smallest effect of interest) and utility (against "
+          "the margin); the intervals are at the claim's level 1 − α/(2m), m claims in the family (the protocols' "
+          "own claims; those of --against form a second family). A claim is testable only where the baseline's gap "
+          "exceeds the attribute-permutation null (\"baseline bias vs null\"); else it reads *untestable*. A claim "
+          "on a statistic that involves no attribute (cluster dominance) has no such null: it is a t-test over "
+          "seeds.",
           ""]
     if rows:
         md += ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
@@ -279,19 +336,8 @@ def write_results(out: Path, rows: list[ClaimRow], skipped: list[tuple[str, str]
     csv_path = out / "results.csv"
     with open(csv_path, "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["protocol", "control", "claim", "verdict", "gap", "baseline", "method", "seeds",
-                    "baseline_gap", "method_gap", "effect", "effect_lo", "effect_hi", "paper_effect",
-                    "utility_change", "utility_lo", "utility_hi", "p_holm", "mde", "seeds_needed", "rows_needed", "look", "level",
-                    "from_rows", "reason"])
-        for r in rows:
-            v = r.verdict
-            w.writerow([r.protocol, r.control, r.claim, v.verdict, r.gap, r.baseline, r.method,
-                        " ".join(map(str, r.seeds)), r.baseline_gap, r.method_gap, v.effect.mean, v.effect.lo,
-                        v.effect.hi, "" if v.paper_effect is None else v.paper_effect, v.utility.mean,
-                        v.utility.lo, v.utility.hi, v.p_holm, v.mde,
-                        "" if v.seeds_needed is None else v.seeds_needed,
-                        "" if v.rows_needed is None else v.rows_needed, r.extra.get("look", 1),
-                        r.extra.get("level", ""), r.from_rows, v.reason])
+        w.writerow(CSV_COLUMNS)
+        w.writerows(_csv_row(r) for r in rows)
     png = _plot(out / "tradeoff.png", rows) if rows else None
     return md_path, csv_path, png
 
@@ -307,7 +353,8 @@ def _plot(path: Path, rows: list[ClaimRow]) -> Path:
     cols = min(n, 3)
     fig, axes = plt.subplots((n + cols - 1) // cols, cols, figsize=(4.2 * cols, 3.6 * ((n + cols - 1) // cols)),
                              squeeze=False)
-    colors = {"holds": "tab:green", "does not hold": "tab:red", "contradicted": "tab:purple",
+    colors = {"reproduces": "tab:green", "lowers, less than target": "tab:olive", "utility lost": "tab:red",
+              "contradicted": "tab:purple", "no fall shown": "tab:brown", "no change": "tab:brown",
               "inconclusive": "tab:orange", "untestable": "tab:gray"}
     for ax, r in zip(axes.flat, gap_rows):
         v = r.verdict

@@ -35,7 +35,7 @@ epochs, Chi et al.'s): the benchmark grids (``faircl/bench/grids/``) apply it to
 of the cache key, as it changes no baseline.
 ``smallest_effect: 0.02`` with ``smallest_effect_reason: "..."`` is the smallest reduction worth claiming (2 points):
 a claim without a paper effect is judged against it (:attr:`faircl.eval.verdicts.ClaimEvidence.smallest_effect`),
-so that it can read "does not hold" as well as "holds"; like ``stage1_share`` it is not part of the cache key.
+and it bounds the band of "no change"; like ``stage1_share`` it is not part of the cache key.
 ``test_rows: n_test`` marks a protocol whose data can be enlarged (a synthetic set) and names the data argument that
 sets its test rows: an inconclusive claim then also says how many test rows would decide it at the protocol's seeds.
 A protocol of the ``embeddings`` suite trains an encoder on counterfactual tuples, has an ``evaluate`` block (subset
@@ -43,7 +43,7 @@ sizes of the embedding bias sets, :data:`EVALUATE_DEFAULTS`) and claims that nam
 (:data:`ITEM_SCORES`) instead of a ``gap``: :mod:`faircl.bench.embeddings`.
 A claim on a ``statistic`` names a scalar of the test report that involves no attribute (Martin & Ogbuokiri's
 ``cluster_dominance``: the largest K-means cluster's share of the test embeddings): it is decided from the runs'
-values paired by seed (a t-test over seeds, in the same Holm family), with no attribute null, because there is no
+values paired by seed (a t-test over seeds, in the same family), with no attribute null, because there is no
 group to permute.
 ``--quick`` merges the ``quick`` block over the protocol. The cache key of a baseline run is the hash of the resolved
 protocol (:meth:`Protocol.key`): editing a protocol (or bumping its ``version``) retrains its baselines, nothing
@@ -110,6 +110,9 @@ class Claim:
     leakage: bool = False
     leakage_paper_effect: float | None = None
     margin: float = 0.02
+    #: a claim against another method (``faircl bench --against``): decided in a family of its own, after the
+    #: protocol's own claims, with its utility judged against the protocol's first baseline
+    against: bool = False
 
 
 @dataclass(kw_only=True)
@@ -143,7 +146,7 @@ class Protocol:
     #: protocol follows a paper's rule (Chi et al.: 60%); read by the benchmark front-ends' grids, not in :meth:`key`
     stage1_share: float | None = None
     #: the smallest reduction of a gap worth claiming (a fraction, sign ignored), with its reason: a claim without a
-    #: paper effect (e.g. one added by ``--against``) is judged against it, so it too can read "does not hold"
+    #: paper effect (e.g. one added by ``--against``) is judged against it
     smallest_effect: float | None = None
     smallest_effect_reason: str = ""
     #: where the data can be enlarged (a synthetic set), its argument that sets the test rows (``n_test``): an

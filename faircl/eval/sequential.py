@@ -2,20 +2,28 @@
 
 **The design.** A protocol's claims are looked at after its own seeds ``n₀`` and then at ``2n₀, 4n₀, …`` seeds,
 the last look at the cap ``N`` (:func:`looks`). At look ``k`` every claim of the family is decided by the fixed
-design's rule (:func:`faircl.eval.verdicts.decide`: Holm over the family, the inferiority test behind "does not
-hold", the utility margin) at the level ``α_k`` (:func:`look_levels`); a claim decided at a look keeps that verdict,
-and a protocol gets more seeds only while one of its claims is still inconclusive. "Untestable" and "degenerate"
-count as decided: more seeds of a baseline with no bias beyond chance are not spent on it.
+design's rule (:func:`faircl.eval.verdicts.decide`: the three axes read off the gap's and the utility's intervals at
+``1 − α_k/(2m)``) at the family level ``α_k`` (:func:`look_levels`). A claim stops when its word is *final*
+(:attr:`faircl.eval.verdicts.Verdict.final`): no decision of an axis still undetermined could change it, or each
+axis that could is out of reach within the cap (even one standard error beyond its estimate, the cap's interval
+would still reach its split point; the reason says so). A protocol gets more seeds only while one of its claims is
+not final. "Untestable" and "degenerate" are final: more seeds of a baseline with no bias beyond chance are not spent
+on it.
+
+**Looks refine and never flip.** An axis, once decided, reads the side of its split point that its interval lay on;
+a later look, or the fixed design at the cap on a superset of the same seeds, reads the other side only if one of the
+two intervals missed the truth. A word stops only when the axes it depends on are decided (or out of reach), so the
+sequential word and the word of the fixed design at the cap disagree only through such a miss, or when an axis
+judged out of reach is decided at the cap after all (the calibration benchmark measures both:
+``benchmarks/calibration/``).
 
 **Error control across the looks: α spent by the union bound.** The levels are ``α_k = α / 2^k`` for the looks before
-the last and the remainder, ``α / 2^(K−1)``, at the last (``K`` looks: ``Σ α_k = α``). A false verdict at some look
-is the union of the false verdicts at each look, each at most ``α_k`` (Holm at that level), so the family-wise error
-over all looks is at most ``α`` (Bonferroni over the looks) — whatever the correlation between the looks. At each
-look the Holm family is the whole family: the claims of a protocol that stopped at an earlier look stay in it with
-p-values 1 (``settled`` in :func:`faircl.eval.verdicts.decide`; evidence stopped by the data is no valid p-value at a
-later look), and the other claims' p-values are those of their protocol's seeds at this look, a fixed number. This is
-α spending (Lan & DeMets, 1983, *Biometrika* 70:659) with the looks' boundaries set by Bonferroni's inequality
-instead of the joint normal law of the test statistics.
+the last and the remainder, ``α / 2^(K−1)``, at the last (``K`` looks: ``Σ α_k = α``). At look ``k`` every test a word
+depends on, the utility's included, is an interval at ``1 − α_k/(2m)`` (``m``: the whole family's claims, those that
+stopped at earlier looks included), so a wrong word at look ``k`` has probability at most ``α_k`` and a wrong word at
+any look at most ``α`` (Bonferroni over the looks and the family's ``2m`` intervals) — whatever the correlation
+between the looks. This is α spending (Lan & DeMets, 1983, *Biometrika* 70:659) with the looks' boundaries set by
+Bonferroni's inequality instead of the joint normal law of the test statistics.
 
 **Why not exact group-sequential boundaries.** The exact boundaries (Lan & DeMets; Jennison & Turnbull, 2000,
 *Group Sequential Methods*, ch. 7) take the statistics at the looks as a Brownian motion in the information:
@@ -39,10 +47,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["DECIDED", "Look", "look_levels", "looks", "schedule"]
-
-#: the verdicts that end a claim's looks (all but "inconclusive")
-DECIDED = ("holds", "contradicted", "does not hold", "untestable", "degenerate")
+__all__ = ["Look", "look_levels", "looks", "schedule"]
 
 
 def looks(start: int, cap: int) -> list[int]:

@@ -10,6 +10,7 @@ import torch
 from scipy import stats
 
 from faircl.eval import verdicts as C
+from faircl.eval.statistics import holm
 from faircl.metrics.functional import eo_gap, tpr_gap_rms
 
 
@@ -199,7 +200,7 @@ def test_equal_seed_differences_with_round_off_are_a_zero_spread(seed):
 
 def test_holm_against_the_textbook_procedure():
     p = [0.01, 0.04, 0.03, 0.005, math.nan]
-    got = C.holm(p)
+    got = holm(p)
     assert got[:4] == pytest.approx([0.03, 0.06, 0.06, 0.02]) and math.isnan(got[4])
     rng = np.random.default_rng(0)
     for _ in range(20):
@@ -208,7 +209,7 @@ def test_holm_against_the_textbook_procedure():
         for i, j in enumerate(order):  # literal step-down
             run = max(run, min(1.0, (6 - i) * q[j]))
             ref[j] = run
-        assert C.holm(q) == pytest.approx(ref)
+        assert holm(q) == pytest.approx(ref)
 
 
 def test_minimum_detectable_effect_has_the_stated_power():
@@ -284,13 +285,210 @@ def test_permuted_attribute_is_untestable():
     assert v.verdict == "untestable" and "no bias beyond chance" in v.reason
 
 
-def test_planted_reduction_holds_and_worsening_is_contradicted():
+def _seed_effect(mean: float, spread: float, n: int = 5) -> C.Effect:
+    """A paired t-test's effect of ``n`` per-seed changes ``mean + spread·z`` (z: fixed standardised values)."""
+    z = np.linspace(-1, 1, n)
+    z = z / z.std(ddof=1) if n > 1 else z
+    return C.paired_seed_comparison(np.zeros(n), mean + spread * z)
+
+
+def test_planted_reduction_reproduces_and_worsening_is_contradicted():
     held, worse = verdict_of(planted_claim("reduction", 0.3, 0.05, n=3000), planted_claim("worsening", 0.3, 0.5, seed=1))
-    assert held.verdict == "holds" and held.effect.hi < 0 and held.paper_effect == -0.045
-    assert worse.verdict == "contradicted" and worse.effect.lo > 0
-    assert C.verdict_row(held).count("|") == 11 == C.VERDICT_HEADER[0].count("|") and "-4.5" in C.verdict_row(held)
-    assert C.VERDICT_HEADER[1].count("|") == 11 and held.mde_holds >= held.mde
-    assert held.seeds_needed is None and "| — |" in C.verdict_row(held)
+    assert held.verdict == "reproduces" and (held.direction, held.size, held.utility_axis) == ("lowers", "reaches",
+                                                                                             "kept")
+    assert held.effect.hi < held.threshold < 0 and held.paper_effect == -0.045 and held.target == -0.045
+    assert worse.verdict == "contradicted" and worse.effect.lo > 0 and worse.direction == "raises"
+    row = C.verdict_row(held)
+    assert row.count("|") == C.VERDICT_HEADER[0].count("|") == C.VERDICT_HEADER[1].count("|")
+    assert "-4.5 (τ -2.2)" in row and "lowers · reaches · kept" in row
+    assert held.seeds_needed is None and "| — |" in row
+
+
+def test_the_axes_read_the_interval_at_the_family_level():
+    """Each interval is at 1 − α/(2m): two per claim, m claims, so one claim's words are read at 97.5% and a family
+    of three claims' at 1 − 0.05/6; the direction's p_adj is 2m·p."""
+    e, u = _seed_effect(-0.03, 0.02), _seed_effect(0.0, 0.002)
+    alone, = verdict_of(C.ClaimEvidence("x", e, u, -0.045))
+    assert alone.confidence == pytest.approx(1 - 0.05 / 2)
+    half = stats.t.ppf(1 - 0.05 / 4, e.df) * e.se
+    assert (alone.effect.lo, alone.effect.hi) == pytest.approx((e.mean - half, e.mean + half))
+    assert alone.p_adj == pytest.approx(min(1, 2 * e.p_value))
+    fam = verdict_of(*[C.ClaimEvidence(n, e, u, -0.045) for n in "abc"])
+    assert fam[0].confidence == pytest.approx(1 - 0.05 / 6) and fam[0].p_adj == pytest.approx(min(1, 6 * e.p_value))
+    assert fam[0].effect.hi - fam[0].effect.lo > alone.effect.hi - alone.effect.lo
+
+
+@pytest.mark.parametrize("mean, spread, util, word, axes", [
+    (-0.06, 0.004, 0.0, "reproduces", ("lowers", "reaches", "kept")),
+    (-0.010, 0.002, 0.0, "lowers, less than target", ("lowers", "smaller", "kept")),
+    (-0.06, 0.004, -0.05, "utility lost", ("lowers", "reaches", "lost")),
+    (-0.012, 0.002, -0.05, "utility lost", ("lowers", "smaller", "lost")),
+    (0.03, 0.004, 0.0, "contradicted", ("raises", "smaller", "kept")),
+    (-0.001, 0.003, 0.0, "no change", ("undetermined", "smaller", "kept")),
+    (-0.03, 0.03, 0.0, "inconclusive", ("undetermined", "undetermined", "kept")),
+    (-0.03, 0.004, -0.02, "inconclusive", ("lowers", "reaches", "undetermined")),
+    (-0.022, 0.004, 0.0, "inconclusive", ("lowers", "undetermined", "kept")),
+])
+def test_each_word_is_its_axes(mean, spread, util, word, axes):
+    v, = verdict_of(C.ClaimEvidence("x", _seed_effect(mean, spread), _seed_effect(util, 0.004), -0.045))
+    assert (v.verdict, (v.direction, v.size, v.utility_axis)) == (word, axes)
+    assert C.word(*axes, negligible=word == "no change") == word and v.verdict in C.WORDS
+
+
+def test_no_fall_shown_is_smaller_than_the_threshold_outside_the_band_of_no_change():
+    """A zero change whose interval lies above τ but reaches beyond the smallest effect of interest: no fall shown
+    (not no change); inside the band: no change. Neither reads "does not hold": that word is gone."""
+    e = _seed_effect(0.004, 0.006)
+    v, = verdict_of(C.ClaimEvidence("x", e, _seed_effect(0, 0.002), -0.09, smallest_effect=0.005))
+    assert v.effect.lo > v.threshold and v.effect.hi > 0.005 and v.verdict == "no fall shown"
+    v, = verdict_of(C.ClaimEvidence("x", e, _seed_effect(0, 0.002), -0.09, smallest_effect=0.04))
+    assert v.verdict == "no change" and "within ±4.0 points" in v.reason
+    assert "does not hold" not in C.WORDS
+
+
+def test_no_row_lowers_and_reads_a_negative_word():
+    """Over a grid of planted effects and utilities, a claim whose direction is lowers never reads a word that says
+    the gap did not fall; a raise always reads contradicted."""
+    for mean in np.linspace(-0.08, 0.04, 13):
+        for util in (0.0, -0.015, -0.05):
+            for spread in (0.002, 0.01, 0.03):
+                v, = verdict_of(C.ClaimEvidence("x", _seed_effect(mean, spread), _seed_effect(util, 0.004),
+                                                -0.045))
+                if v.direction == "lowers":
+                    assert v.verdict in ("reproduces", "lowers, less than target", "utility lost", "inconclusive")
+                if v.direction == "raises":
+                    assert v.verdict == "contradicted"
+
+
+def test_without_a_paper_effect_the_smallest_effect_then_the_margin_is_the_target():
+    e, u = _seed_effect(-0.03, 0.004), _seed_effect(0, 0.002)
+    v, = verdict_of(C.ClaimEvidence("x", e, u, None, smallest_effect=0.02))
+    assert (v.target, v.threshold) == pytest.approx((-0.02, -0.01)) and "smallest effect of interest" in v.reason
+    v, = verdict_of(C.ClaimEvidence("x", e, u), margin=0.03)
+    assert v.target == pytest.approx(-0.03) and "the utility margin" in v.target_from
+
+
+def test_one_paired_seed_gives_no_verdict():
+    one = C.paired_seed_comparison([0.3], [0.2])
+    v, = verdict_of(C.ClaimEvidence("x", one, C.paired_seed_comparison([0.8], [0.8]), -0.045))
+    assert v.verdict == "inconclusive" and v.reason.startswith("no verdict: 1 paired seed")
+
+
+def test_permuted_attribute_is_untestable_and_an_identical_method_reads_no_change():
+    v, = verdict_of(planted_claim("control", 0.3, 0.05, permute=True))
+    assert v.verdict == "untestable" and v.direction == "—"
+    rng = np.random.default_rng(5)
+    (yt, at), (yv, av) = split(800, rng), split(800, rng)
+    bt, bv = seeds_of(yt, at, 0.3, 3, rng), seeds_of(yv, av, 0.3, 3, rng)
+    ev = C.claim_from_predictions("renamed", C.SplitPredictions(yt, at, bt), C.SplitPredictions(yt, at, bt.copy()),
+                                  C.SplitPredictions(yv, av, bv), n_bootstrap=200)
+    v, = verdict_of(ev)
+    assert v.verdict == "no change" and "baseline's value on every seed" in v.reason
+    v, = verdict_of(ev, horizon=[(12, 0.0125)])  # under a sequential design: final at once (nothing can move)
+    assert v.verdict == "no change" and v.final and "cannot be decided within the cap of 12 seeds" in v.reason
+    moved = bt.copy()
+    moved[0, :3] = 1 - moved[0, :3]
+    v, = verdict_of(C.claim_from_predictions("moved", C.SplitPredictions(yt, at, bt), C.SplitPredictions(yt, at, moved),
+                                             C.SplitPredictions(yv, av, bv), n_bootstrap=200))
+    assert "baseline's value on every seed" not in v.reason
+
+
+def test_a_word_is_final_only_when_no_open_axis_could_change_it():
+    """Contradicted is final whatever the size and utility; a fall whose size is open is not final while the cap
+    could decide it, and is once the cap could not (the reason says so); without a horizon every word is final."""
+    u = _seed_effect(0, 0.002)
+    up, = verdict_of(C.ClaimEvidence("x", _seed_effect(0.03, 0.004), _seed_effect(0, 0.05), -0.045),
+                     horizon=[(20, 0.0125)])
+    assert up.verdict == "contradicted" and up.final and up.utility_axis == "undetermined"
+    open_size = C.ClaimEvidence("x", _seed_effect(-0.025, 0.01, n=3), u, -0.045)
+    v, = verdict_of(open_size, horizon=[(24, 0.0125)])
+    assert v.size == "undetermined" and not v.final
+    v, = verdict_of(open_size, horizon=[(4, 0.0125)])   # one seed more cannot narrow it enough
+    assert v.final and "size cannot be decided within the cap of 4 seeds" in v.reason
+    assert verdict_of(open_size)[0].final
+    # direction undetermined with the size smaller: "no fall shown" waits for the direction while it can be decided
+    weak = C.ClaimEvidence("x", _seed_effect(-0.004, 0.004, n=3), u, -0.09)
+    v, = verdict_of(weak, horizon=[(48, 0.0125)])
+    assert v.size == "smaller" and v.direction == "undetermined" and not v.final
+
+
+def test_unchecked_bias_never_reads_a_fall_as_reproduced():
+    e, u = _seed_effect(-0.06, 0.004), _seed_effect(0, 0.002)
+    v, = verdict_of(C.ClaimEvidence("x", e, u, -0.045, unchecked="bias not checked"))
+    assert v.verdict == "inconclusive" and v.reason.startswith("bias not checked") and v.direction == "lowers"
+
+
+def test_compatible_is_axis_by_axis():
+    a, = verdict_of(C.ClaimEvidence("x", _seed_effect(-0.06, 0.004), _seed_effect(0, 0.002), -0.045))
+    b, = verdict_of(C.ClaimEvidence("x", _seed_effect(-0.03, 0.03), _seed_effect(0, 0.002), -0.045))
+    c, = verdict_of(C.ClaimEvidence("x", _seed_effect(0.03, 0.004), _seed_effect(0, 0.002), -0.045))
+    assert C.compatible(a, b) and C.compatible(b, c) and not C.compatible(a, c)
+
+
+def test_seeds_needed_has_the_stated_power():
+    """A literal simulation at the planned seeds: per-seed changes N(−4.5 points, 3 points²), utility tight: the
+    interval at the planned level lies below 0 in at least 80% − noise of replicates (the direction is the open
+    axis planned at the target), and one seed fewer falls short."""
+    from faircl.eval.power import Axis, seeds_to_decide
+
+    sd = 0.03
+    e = C.paired_seed_comparison(np.zeros(3), sd * np.array([-1.0, 0.0, 1.0]))
+    level = 0.01
+    plan = seeds_to_decide([Axis("direction", e, 0.045)], level)
+    n = plan.seeds
+    assert n is not None and n > 3 and plan.axis == "direction" and f"{n - 3} new seeds ({n} in all)" in plan.reason
+    rng = np.random.default_rng(22)
+
+    def power(k: int, reps: int = 3000) -> float:
+        d = -0.045 + sd * rng.standard_normal((reps, k))
+        hi = d.mean(1) + stats.t.ppf(1 - level / 2, k - 1) * d.std(1, ddof=1) / math.sqrt(k)
+        return float(np.mean(hi < 0))
+
+    assert 0.8 - 0.03 <= power(n) <= 0.92 and power(n - 1) < 0.8 + 0.02
+
+
+def test_an_open_claim_plans_its_limiting_axis_and_shared_row_noise_asks_for_rows():
+    e = C.Effect(-0.02, -0.07, 0.03, 0.5, 0.025, 2, 3, 2000, shared=0.02 ** 2)   # the rows' part alone: 2 points
+    u = C.paired_seed_comparison(np.zeros(3), 0.001 * np.array([-1.0, 0.0, 1.0]))
+    v, = C.decide([C.ClaimEvidence("x", e, u, -0.045)])
+    assert v.verdict == "inconclusive" and v.rows_needed is not None and v.rows_needed > 2000
+    assert f"none on these 2,000 rows for the {v.seeds_axis}" in v.seeds_reason
+    assert f"on ≈ {v.rows_needed:,} rows, {v.seeds_needed} new seeds" in v.seeds_reason
+    assert C.seeds_cell(v).startswith("none on these 2,000 rows")
+
+
+def test_rows_needed_at_fixed_seeds_scale_the_shared_row_noise_only():
+    """A synthetic set can grow: at 8 seeds, the factor on the rows that decides an axis whose shared row noise is
+    the limit is found; an axis limited by the seeds' own spread gets none."""
+    from faircl.eval.power import Axis, _decides, rows_to_decide
+
+    e = C.Effect(0.0, -0.05, 0.05, 1.0, math.sqrt(0.004 ** 2 + 0.02 ** 2), 7, 8, 800, shared=0.02 ** 2)
+    axis = Axis("direction", e, 0.045)
+    k = rows_to_decide([axis], 8, 0.05)
+    assert k is not None and 1 < k < 100
+    assert _decides(8, axis, 0.05, 0.8, rows=k) and not _decides(8, axis, 0.05, 0.8, rows=k / 1.05)
+    spread = C.Effect(0.0, -0.2, 0.2, 1.0, 0.06, 7, 8, 800, shared=1e-8)   # the seeds' spread: 6 points
+    assert rows_to_decide([Axis("direction", spread, 0.045)], 8, 0.05) is None
+    assert rows_to_decide([], 8, 0.05) is None and rows_to_decide([axis], 1, 0.05) is None
+
+
+def test_words_are_wrong_at_most_alpha_when_the_paper_is_right_and_when_there_is_nothing():
+    """5 seeds, per-seed changes N(μ, 3 points²): at μ = the paper's −4.5 a word that excludes it (smaller,
+    raises) comes out in at most α of claims; at μ = 0 a fall or a rise (lowers, raises) in at most α."""
+    rng = np.random.default_rng(21)
+    s, sd, reps = 5, 0.03, 1500
+
+    def words(mu: float) -> list[C.Verdict]:
+        return [verdict_of(C.ClaimEvidence("x", C.paired_seed_comparison(np.zeros(s), mu + sd * rng.standard_normal(s)),
+                                           C.paired_seed_comparison(np.zeros(s), 0.003 * rng.standard_normal(s)),
+                                           -0.045))[0] for _ in range(reps)]
+
+    bound = 0.05 + 2 * math.sqrt(0.05 * 0.95 / reps)
+    right = words(-0.045)
+    assert np.mean([v.size == "smaller" or v.direction == "raises" for v in right]) <= bound
+    null = words(0.0)
+    assert np.mean([v.direction != "undetermined" for v in null]) <= bound
+    assert all(v.verdict in ("no change", "no fall shown", "inconclusive") for v in null if v.direction == "undetermined")
 
 
 def test_near_constant_method_on_an_86_percent_majority_split_is_degenerate():
@@ -302,125 +500,6 @@ def test_near_constant_method_on_an_86_percent_majority_split_is_degenerate():
                                   C.SplitPredictions(yv, av, bv), n_bootstrap=200)
     v, = verdict_of(ev)
     assert v.verdict == "degenerate" and "5/5 seeds" in v.reason
-
-
-def test_tiny_effect_with_three_seeds_is_inconclusive():
-    v, = verdict_of(planted_claim("tiny", 0.3, 0.29, n_seeds=3, n=120, seed=4))
-    assert v.verdict == "inconclusive" and v.mde_holds > 0.045
-    # the same tiny effect on 400 rows: "holds" would have had 80% power at the paper's 4.5 points
-    v, = verdict_of(planted_claim("tiny", 0.3, 0.29, n_seeds=3, n=400, seed=4))
-    assert v.verdict == "does not hold" and v.mde_holds <= 0.045
-
-
-def test_holds_detectable_effect_has_the_stated_power():
-    """A literal simulation of the rule at the holds-MDE: 5 seeds, per-seed changes N(-mde, sd), utility N(0, tau):
-    "holds" (p < 0.05 and utility lower bound >= -2 points) in about 80% of replicates."""
-    from faircl.eval.verdicts import holds_detectable_effect
-
-    s, sd, tau = 5, 0.03, 0.012
-    eff = C.paired_seed_comparison(np.zeros(s), sd * np.array([-1.2, -0.6, 0, 0.6, 1.2]) / math.sqrt(0.9))
-    util = C.paired_seed_comparison(np.zeros(s), tau * np.array([-1.2, -0.6, 0, 0.6, 1.2]) / math.sqrt(0.9))
-    assert eff.se == pytest.approx(sd / math.sqrt(s)) and util.se == pytest.approx(tau / math.sqrt(s))
-    mde = holds_detectable_effect(eff, util, 0.05, 0.02, 0.8)
-    assert C.minimum_detectable_effect(eff) < mde < math.inf
-    rng = np.random.default_rng(13)
-    d = -mde + sd * rng.standard_normal((20000, s))
-    u = tau * rng.standard_normal((20000, s))
-    crit = stats.t.ppf(0.975, s - 1)
-    sig = np.abs(d.mean(1)) / (d.std(1, ddof=1) / math.sqrt(s)) > crit
-    lo = u.mean(1) - crit * u.std(1, ddof=1) / math.sqrt(s)
-    assert np.mean(sig & (d.mean(1) < 0) & (lo >= -0.02)) == pytest.approx(0.8, abs=0.05)
-    # a utility interval that straddles the margin too often: "holds" cannot reach 80%, whatever the effect
-    wide = C.paired_seed_comparison(np.zeros(s), 0.03 * np.array([-1.2, -0.6, 0, 0.6, 1.2]))
-    assert holds_detectable_effect(eff, wide) == math.inf
-    one = C.paired_seed_comparison([0.3], [0.2])
-    assert holds_detectable_effect(one, util) == math.inf
-
-
-def test_does_not_hold_follows_from_the_effect_not_the_utility():
-    """A precise zero change against the paper's 4.5 points reads "does not hold" whatever the utility's noise (its
-    interval lies above −4.5); a change as large as the paper's does not."""
-    e = C.paired_seed_comparison([0.30, 0.28, 0.35, 0.31, 0.29], [0.30, 0.29, 0.34, 0.31, 0.30])  # no change
-    tight = C.paired_seed_comparison([0.8] * 5, [0.8, 0.801, 0.8, 0.799, 0.8])
-    wide = C.paired_seed_comparison([0.8] * 5, [0.80, 0.77, 0.83, 0.78, 0.82])
-    for util in (tight, wide):
-        v, = verdict_of(C.ClaimEvidence("zero", e, util, -0.045))
-        assert v.verdict == "does not hold" and e.lo > -0.045 and v.p_smaller < 0.05
-        assert "significantly smaller than the paper's 4.5 points" in v.reason and v.seeds_needed is None
-    assert v.mde <= 0.045 and v.mde_holds == math.inf and "| ∞ |" in C.verdict_row(v)   # the old rule: inconclusive
-    # no paper effect: the smallest effect of interest decides; neither: inconclusive
-    v, = verdict_of(C.ClaimEvidence("zero", e, wide, None, smallest_effect=0.045))
-    assert v.verdict == "does not hold" and "smallest effect of interest, 4.5" in v.reason
-    v, = verdict_of(C.ClaimEvidence("zero", e, wide))
-    assert v.verdict == "inconclusive" and math.isnan(v.p_smaller) and "no paper effect" in v.reason
-    # an interval that reaches the paper's effect: not "does not hold"
-    loose = C.paired_seed_comparison([0.30, 0.28, 0.35, 0.31, 0.29], [0.33, 0.24, 0.37, 0.25, 0.32])
-    assert loose.lo < -0.045 < loose.hi
-    v, = verdict_of(C.ClaimEvidence("loose", loose, tight, -0.045))
-    assert v.verdict == "inconclusive" and v.p_smaller >= 0.05
-
-
-def test_does_not_hold_is_rare_when_the_paper_is_right_and_found_when_it_is_not():
-    """5 seeds, per-seed changes N(μ, 3 points²), utility N(0, 3 points²) (wide): with μ = the paper's −4.5 points
-    "does not hold" comes out in at most α/2 of claims (one side of the 95% interval); with μ = 0 in most."""
-    rng = np.random.default_rng(21)
-    s, sd = 5, 0.03
-
-    def rate(mu: float, reps: int = 1500) -> float:
-        out = 0
-        for _ in range(reps):
-            e = C.paired_seed_comparison(np.zeros(s), mu + sd * rng.standard_normal(s))
-            u = C.paired_seed_comparison(np.zeros(s), 0.03 * rng.standard_normal(s))
-            out += verdict_of(C.ClaimEvidence("x", e, u, -0.045))[0].verdict == "does not hold"
-        return out / reps
-
-    right, wrong = rate(-0.045), rate(0.0, 400)
-    assert right <= 0.025 + 2 * math.sqrt(0.025 * 0.975 / 1500)
-    assert wrong > 0.3
-
-
-def test_seeds_needed_has_the_stated_power():
-    """A literal simulation at the predicted number of seeds: per-seed changes N(μ, 3 points²), utility N(0,
-    0.5 points²), paper effect −4.5 points: "holds" when μ = −4.5 and "does not hold" when μ = 0 each in ≥ 80% − noise of
-    claims, and one seed fewer falls short on one of them."""
-    sd, tau = 0.03, 0.005
-    e = C.paired_seed_comparison(np.zeros(3), sd * np.array([-1.0, 0.0, 1.0]))
-    u = C.paired_seed_comparison(np.zeros(3), tau * np.array([-1.0, 0.0, 1.0]))
-    v, = verdict_of(C.ClaimEvidence("x", e, u, -0.045))
-    assert v.verdict == "inconclusive" and v.seeds_needed is not None and f"{v.seeds_needed} seeds" in v.reason
-    assert f"| {v.seeds_needed} | **inconclusive**" in C.verdict_row(v)
-    n = v.seeds_needed
-    assert n == C.seeds_to_decide(e, u, -0.045)[0] and n > 3
-    rng = np.random.default_rng(22)
-
-    def power(k: int, mu: float, want: str, reps: int = 1500) -> float:
-        d = mu + sd * rng.standard_normal((reps, k))
-        w = tau * rng.standard_normal((reps, k))
-        hits = 0
-        for di, wi in zip(d, w):
-            ev = C.ClaimEvidence("x", C.paired_seed_comparison(np.zeros(k), di),
-                                 C.paired_seed_comparison(np.zeros(k), wi), -0.045)
-            hits += verdict_of(ev)[0].verdict == want
-        return hits / reps
-
-    at_n = (power(n, -0.045, "holds"), power(n, 0.0, "does not hold"))
-    assert min(at_n) >= 0.8 - 0.035 and min(at_n) <= 0.92
-    assert min(power(n - 1, -0.045, "holds"), power(n - 1, 0.0, "does not hold")) < 0.8 + 0.02
-
-
-def test_shared_row_noise_that_seeds_cannot_shrink_asks_for_rows():
-    e = C.Effect(0.0, -0.05, 0.05, 1.0, 0.025, 2, 3, 2000, shared=0.02 ** 2)   # the rows' part alone: 2 points
-    u = C.paired_seed_comparison(np.zeros(3), 0.001 * np.array([-1.0, 0.0, 1.0]))
-    n, why, rows = C.seeds_to_decide(e, u, -0.045)
-    assert why.startswith("no number of seeds decides this on these 2,000 rows")
-    assert rows > 2000 and f"about {rows:,} rows and {n} seeds would" in why  # the seeds are those on `rows` rows
-    more = C.Effect(0.0, -0.05, 0.05, 1.0, 0.025, 2, 3, rows, shared=0.02 ** 2 * 2000 / rows)
-    plan = C.seeds_to_decide(more, u, -0.045)
-    assert plan.seeds is not None and plan.rows is None  # on those rows, seeds alone decide it
-    assert C.seeds_to_decide(e, u, None)[0] is None
-    v, = C.decide([C.ClaimEvidence("x", e, u, -0.045)])
-    assert (v.verdict, v.seeds_needed, v.rows_needed) == ("inconclusive", n, rows)
-    assert f"| {n} (on {rows:,} rows) | **inconclusive**" in C.verdict_row(v)
 
 
 def test_pooled_bias_screen_is_one_test_over_test_and_validation_rows():
@@ -447,73 +526,3 @@ def test_pooled_bias_screen_is_one_test_over_test_and_validation_rows():
     perm = _permuted_within_label(strata, as_, 20, rng)
     for k in np.unique(strata):
         assert ((perm[:, strata == k] == 1).sum(1) == (as_[strata == k] == 1).sum()).all()
-
-
-def test_utility_is_judged_on_the_lower_bound():
-    e = C.paired_seed_comparison([0.30, 0.28, 0.35, 0.31, 0.29], [0.20, 0.18, 0.25, 0.21, 0.19])
-    util = C.paired_seed_comparison([0.80, 0.81, 0.79, 0.80, 0.82], [0.80, 0.71, 0.84, 0.78, 0.80])
-    assert -0.02 < util.mean < 0 and util.lo < -0.02
-    v, = verdict_of(C.ClaimEvidence("costly", e, util, -0.045))
-    assert v.verdict == "inconclusive" and "utility" in v.reason
-    v, = verdict_of(C.ClaimEvidence("costly", e, util, -0.045), margin=0.2)
-    assert v.verdict == "holds"
-
-
-def test_holm_turns_a_borderline_holds_into_not():
-    util = C.paired_seed_comparison([0.8] * 5, [0.8, 0.801, 0.8, 0.799, 0.8])
-    border = C.paired_seed_comparison([0.30, 0.28, 0.35, 0.31, 0.29], [0.28, 0.27, 0.31, 0.29, 0.28])
-    assert 0.01 < border.p_value < 0.05
-    null = C.paired_seed_comparison([0.30, 0.28, 0.35, 0.31, 0.29], [0.31, 0.27, 0.35, 0.30, 0.30])
-    alone, = verdict_of(C.ClaimEvidence("borderline", border, util, -0.045))
-    assert alone.verdict == "holds"
-    fam = verdict_of(C.ClaimEvidence("borderline", border, util, -0.045),
-                     C.ClaimEvidence("other", null, util, -0.045), C.ClaimEvidence("third", null, util, -0.045))
-    assert fam[0].verdict != "holds" and fam[0].p_holm == pytest.approx(3 * border.p_value)
-    assert fam[0].verdict in ("does not hold", "inconclusive")
-
-
-def test_a_method_that_predicts_as_the_baseline_does_not_hold():
-    """CE under another name: the same predictions on every seed, a zero change with zero spread (no power question:
-    the gap did not move at all)."""
-    rng = np.random.default_rng(5)
-    (yt, at), (yv, av) = split(800, rng), split(800, rng)
-    bt, bv = seeds_of(yt, at, 0.3, 3, rng), seeds_of(yv, av, 0.3, 3, rng)
-    ev = C.claim_from_predictions("renamed", C.SplitPredictions(yt, at, bt), C.SplitPredictions(yt, at, bt.copy()),
-                                  C.SplitPredictions(yv, av, bv), n_bootstrap=200)
-    v, = verdict_of(ev)
-    assert v.verdict == "does not hold" and "baseline's value on every seed" in v.reason
-    # a real (tiny) difference in one seed's predictions is not "unchanged"
-    moved = bt.copy()
-    moved[0, :3] = 1 - moved[0, :3]
-    v, = verdict_of(C.claim_from_predictions("moved", C.SplitPredictions(yt, at, bt), C.SplitPredictions(yt, at, moved),
-                                             C.SplitPredictions(yv, av, bv), n_bootstrap=200))
-    assert "on every seed" not in v.reason
-
-
-def test_rows_needed_at_fixed_seeds_scale_the_shared_row_noise_only():
-    """A synthetic set can grow: at 8 seeds, the factor on the rows that decides a claim whose shared row noise is
-    the limit is found (and, with those rows, the claim is decided); a claim limited by the seeds' own spread gets
-    none."""
-    from faircl.eval.power import _decides, rows_to_decide
-
-    u = C.paired_seed_comparison(np.zeros(8), 0.001 * np.arange(-4, 4))
-    e = C.Effect(0.0, -0.05, 0.05, 1.0, math.sqrt(0.004 ** 2 + 0.02 ** 2), 7, 8, 800, shared=0.02 ** 2)
-    k = rows_to_decide(e, u, -0.045, 8)
-    assert k is not None and 1 < k < 100
-    assert _decides(8, e, u, -0.045, 0.05, 0.02, 0.8, rows=k) and not _decides(8, e, u, -0.045, 0.05, 0.02, 0.8,
-                                                                                 rows=k / 1.05)
-    spread = C.Effect(0.0, -0.2, 0.2, 1.0, 0.06, 7, 8, 800, shared=1e-8)   # the seeds' spread: 6 points
-    assert rows_to_decide(spread, u, -0.045, 8) is None
-    assert rows_to_decide(e, u, None, 8) is None and rows_to_decide(e, u, -0.045, 1) is None
-
-
-def test_a_settled_claim_stays_in_the_family_with_p_values_one():
-    """A claim settled at an earlier look of a sequential design counts in the family's size, never in its
-    rejections: its p-values are 1, whatever its stopped evidence says."""
-    strong = C.paired_seed_comparison(np.zeros(5), np.array([-0.2, -0.21, -0.19, -0.2, -0.2]))
-    weak = C.paired_seed_comparison(np.zeros(5), np.array([-0.05, -0.02, -0.04, -0.03, -0.06]))
-    u = C.paired_seed_comparison(np.zeros(5), np.zeros(5))
-    claims = [C.ClaimEvidence("a", strong, u, -0.1), C.ClaimEvidence("b", weak, u, -0.1)]
-    free, held = C.decide(claims), C.decide(claims, settled=[True, False])
-    assert free[0].p_holm < 0.05 and held[0].p_holm == 1.0 and held[0].p_smaller == 1.0
-    assert held[1].p_holm == min(1.0, 2 * weak.p_value)  # a family of two: the settled claim still counts
