@@ -16,7 +16,10 @@ For every protocol of the suite (:mod:`faircl.bench.spec`) that accepts the meth
 protocol's baselines on the same seeds (:mod:`faircl.bench.runner`; baselines are cached by protocol and seed and
 reused), then decides each claim from the per-row predictions with :mod:`faircl.eval.baseline` — the code path of
 ``faircl compare --baseline`` — and writes ``results.md``, ``results.csv``, ``tradeoff.png`` and ``bench.json`` in
-``--out``. Killed or interrupted, it resumes where it stopped when run again with the same arguments.
+``--out``. Killed or interrupted, it resumes where it stopped when run again with the same arguments; run again
+with a higher ``--max-seeds`` it continues. An ``--out`` that holds the results of a bench with other settings
+(``bench.json``'s ``settings``: the suite, the method, the protocols, the seeds, the options of the verdicts) is
+refused before any run, unless ``--overwrite``.
 """
 
 from __future__ import annotations
@@ -83,6 +86,8 @@ def _parser() -> ArgumentParser:
                    "this method (a faircl method's name or a class's dotted path; run on each protocol with the "
                    "protocol's model arguments and cached like a baseline), in the same Holm family (repeatable)")
     p.add_argument("--out", help="results folder")
+    p.add_argument("--overwrite", action="store_true", help="replace the results in --out of a bench with other "
+                   "settings (without it such an --out is refused; the same settings resume or continue)")
     p.add_argument("--quick", action="store_true", help="each protocol's quick variant (small data, short budget, "
                    f"{_quick_seeds()} seeds): minutes on 2 CPU cores, for trying a method; verdicts then have little "
                    "power")
@@ -250,6 +255,56 @@ def _design_text(found, max_seeds: int | None, alpha: float) -> str:
             f"a claim's verdict is from the look that decided it. Seeds run: {seeds}.")
 
 
+def _settings(opts: Any, method: MethodSpec, runnable: list[Protocol], starts: dict[str, int]) -> dict[str, Any]:
+    """What a bench's results depend on, as ``bench.json`` records it (``settings``)."""
+    return json.loads(json.dumps({
+        "suite": opts.suite, "quick": bool(opts.quick),
+        "method": {"label": method.label, "class_path": method.class_path, "init_args": method.init_args},
+        "protocols": {p.name: p.version for p in runnable}, "seeds": starts, "max_seeds": opts.max_seeds,
+        "against": list(opts.against), "alpha": opts.alpha, "permutations": opts.permutations,
+        "bootstrap": opts.bootstrap}, default=str))
+
+
+def _recorded_settings(info: dict[str, Any]) -> dict[str, Any]:
+    """The settings of the bench that wrote ``info`` (a ``bench.json``); from its other entries where it has no
+    ``settings`` (written by an older faircl): only those it records."""
+    if isinstance(info.get("settings"), dict):
+        return info["settings"]
+    method, design = info.get("method") or {}, info.get("design") or {}
+    found = {"suite": info.get("suite"), "quick": info.get("quick"),
+             "method": {k: method.get(k) for k in ("label", "class_path", "init_args")},
+             "protocols": {n: p.get("version") for n, p in (info.get("protocols") or {}).items()},
+             "max_seeds": design.get("max_seeds"), "against": info.get("against"), "alpha": design.get("alpha")}
+    keys = {"suite": "suite" in info, "quick": "quick" in info, "method": "method" in info,
+            "protocols": "protocols" in info, "max_seeds": "max_seeds" in design, "against": "against" in info,
+            "alpha": "alpha" in design}
+    return {k: v for k, v in found.items() if keys[k]}
+
+
+def _same_bench(out: Path, now: dict[str, Any], overwrite: bool) -> None:
+    """Refuse an ``--out`` holding the results of a bench with other settings than ``now`` (a higher ``--max-seeds``
+    is the same bench continued), unless ``overwrite``."""
+    path = out / "bench.json"
+    if overwrite or not path.is_file():
+        return
+    try:
+        info = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise CLIError(f"bench: {path} is not readable JSON ({err}); pass --overwrite to replace the results in "
+                       f"{out}, or give another --out") from None
+    differ = []
+    for key, was in _recorded_settings(info if isinstance(info, dict) else {}).items():
+        new = now.get(key)
+        if key == "max_seeds" and (was is None or (new is not None and new >= was)):
+            continue  # a continuation: more seeds where a claim is still open, the runs done reused
+        if was != new:
+            differ.append(f"{key} {json.dumps(was)} there, {json.dumps(new)} now")
+    if differ:
+        raise CLIError(f"bench: --out {out} holds the results of a bench with other settings ({path}: "
+                       f"{'; '.join(differ)}); give another --out, the same settings to resume (or a higher "
+                       "--max-seeds to continue), or --overwrite to replace them")
+
+
 def bench(argv: list[str]) -> int:
     """``faircl bench``; returns the exit status (1 when a run failed, 2 for a usage error)."""
     from faircl.bench.looks import run_looks  # deferred: NumPy, SciPy and Lightning (--list needs none)
@@ -299,6 +354,8 @@ def bench(argv: list[str]) -> int:
     if opts.max_seeds is not None and opts.max_seeds < max(starts.values()):
         raise CLIError(f"bench: --max-seeds {opts.max_seeds} is below the seeds a protocol starts with "
                        f"({max(starts.values())}); give at least that many")
+    settings = _settings(opts, method, runnable, starts)
+    _same_bench(out, settings, opts.overwrite)
     first = {p.name: plan(p, method, list(range(starts[p.name])), out, cache) for p in runnable}
     every = [t for ts in first.values() for t in ts]
     say(f"faircl bench: {method.label} ({class_path}) on {len(runnable)} protocol(s) of {opts.suite}"
@@ -332,6 +389,7 @@ def bench(argv: list[str]) -> int:
               "", _design_text(found, opts.max_seeds, opts.alpha)]
     md, csv_path, png = write_results(out, rows, skipped, header, failures, undecided)
     (out / "bench.json").write_text(json.dumps({
+        "settings": settings,  # what _same_bench compares with a later bench into the same --out
         "suite": opts.suite, "quick": opts.quick, "method": {"label": method.label, "class_path": class_path,
                                                              "init_args": init_args, "key": method.key()},
         "protocols": {p.name: {"version": p.version, "key": p.key(), "source": p.source} for p in runnable},

@@ -124,3 +124,75 @@ def test_help_gives_the_quick_variants_real_seed_count(capsys):
     said = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
     assert f"{said} seeds" in text and "--method.init_args.NAME" in text
     assert counts == [2, 3]  # the shipped quick blocks: 2 seeds (cda_minilm) to 3 (synthbios)
+
+
+PROTOCOL = """\
+name: biased
+version: 1
+title: BiasedFeatures, tiny
+input_kind: features
+data: {class_path: BiasedFeatures, init_args: {n_train: 200, n_val: 100, n_test: 200, dim: 8}}
+model: {encoder: mlp, encoder_kwargs: {hidden_dim: 8}, lr: 0.01}
+trainer: {max_epochs: 1}
+seeds: 3
+baselines:
+  CE: {class_path: CE}
+claims:
+  - {gap: tpr_gap_rms, baseline: CE}
+"""
+
+
+def test_a_second_bench_with_other_settings_into_the_same_out_is_refused(tmp_path, capsys, monkeypatch):
+    """``--out`` holding another bench's results: one line naming the folder and what differs, exit 2, before any
+    run; the same settings resume, a higher --max-seeds continues, --overwrite replaces; a bench.json of an older
+    faircl (without ``settings``) is read from its other entries."""
+    import json
+    from types import SimpleNamespace
+
+    import faircl.bench.results as results
+
+    looked: list = []
+
+    def fake_looks(runnable, method, starts, max_seeds, out, cache, **kwargs):
+        looked.append(method.label)
+        return SimpleNamespace(rows=[], tasks={}, failures=[], undecided=[], seeds=dict(starts), looks=[])
+
+    def fake_results(out, *args):
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.md").write_text("# results\n")
+        return out / "results.md", out / "results.csv", None
+
+    monkeypatch.setattr(looks, "run_looks", fake_looks)
+    monkeypatch.setattr(results, "write_results", fake_results)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "mine_renamed.py").write_text("from faircl.methods import CE\n\n\nclass Renamed(CE):\n    pass\n")
+    (tmp_path / "suite").mkdir()
+    (tmp_path / "suite" / "biased.yaml").write_text(PROTOCOL)
+    (tmp_path / "suite" / "plain.yaml").write_text(PROTOCOL.replace("name: biased", "name: plain"))
+    out = tmp_path / "out"
+
+    def args(method: str = "CE", *more: str) -> list[str]:
+        return ["bench", str(tmp_path / "suite"), "--method", method, "--protocol", "biased", "--out", str(out),
+                "--cache", str(tmp_path / "cache"), *more]
+
+    assert main(args()) == 0 and len(looked) == 1
+    assert json.loads((out / "bench.json").read_text())["settings"]["protocols"] == {"biased": 1}
+    assert main(args()) == 0 and len(looked) == 2  # the same bench again: it resumes
+    assert main(args("CE", "--max-seeds", "6")) == 0 and len(looked) == 3  # continued with more seeds
+    capsys.readouterr()
+    for other, differs in ((args("mine_renamed.Renamed"), "method"), (args("CE", "--seeds", "5"), "seeds"),
+                           (args("CE", "--protocol", "plain"), "protocols"), (args("CE", "--max-seeds", "4"), "max_seeds"),
+                           (args("CE", "--permutations", "500"), "permutations")):
+        code, lines = _bench(capsys, *other[1:])
+        assert code == 2 and len(lines) == 1, lines
+        assert f"--out {out} " in lines[0] and f"{differs} " in lines[0] and "--overwrite" in lines[0], lines[0]
+        assert len(looked) == 3  # refused before any run
+    assert main(args("mine_renamed.Renamed", "--overwrite")) == 0 and looked[-1] == "Renamed"
+    info = json.loads((out / "bench.json").read_text())
+    del info["settings"]  # as an older faircl wrote it
+    (out / "bench.json").write_text(json.dumps(info))
+    assert main(args("mine_renamed.Renamed")) == 0 and len(looked) == 5
+    capsys.readouterr()
+    code, lines = _bench(capsys, *args()[1:])
+    assert code == 2 and len(lines) == 1 and "method " in lines[0] and f"--out {out} " in lines[0]
