@@ -28,6 +28,10 @@ class _Verdict:  # what the looks read of a verdict
     verdict: str
     reason: str
 
+    @property
+    def final(self) -> bool:
+        return self.verdict != "inconclusive"
+
 
 def _row(protocol: str, seeds: int, verdict: str) -> ClaimRow:
     v = _Verdict(verdict, f"{verdict} at {seeds}")
@@ -42,16 +46,16 @@ def faked(monkeypatch, tmp_path):
     ran: list[tuple[str, int]] = []
     levels: list[float] = []
     closed: list[set[str]] = []
-    rule = {"early": lambda n: "holds", "late": lambda n: "does not hold" if n >= 12 else "inconclusive",
+    rule = {"early": lambda n: "reproduces", "late": lambda n: "no fall shown" if n >= 12 else "inconclusive",
             "never": lambda n: "inconclusive"}
 
     def run_tasks(tasks, **kwargs):
         ran.extend((t.protocol.name, t.seed) for t in tasks)
         return []
 
-    def decide_bench(protocols, tasks, label, alpha, settled=frozenset(), **kwargs):
+    def decide_bench(protocols, tasks, label, alpha, horizon=None, **kwargs):
         levels.append(alpha)
-        closed.append(set(settled))
+        closed.append(set(horizon or {}))
         out = []
         for p in protocols:
             n = len({t.seed for t in tasks[p.name]})
@@ -75,17 +79,17 @@ def test_only_protocols_with_an_open_claim_get_more_seeds(faked):
     assert found.seeds == {"early": 3, "late": 12, "never": 20}
     assert max(s for p, s in ran if p == "early") == 2  # decided at the first look: seeds 0-2 only
     assert max(s for p, s in ran if p == "late") == 11 and max(s for p, s in ran if p == "never") == 19
-    # a protocol that stopped at an earlier look is settled in the later looks' Holm steps
-    assert faked[4] == [set(), {"early"}, {"early"}, {"early", "late"}]
+    # the words of the protocols still open look ahead to their cap (none at the last look)
+    assert faked[4] == [{"early", "late", "never"}, {"late", "never"}, {"late", "never"}, set()]
 
 
 def test_a_verdict_comes_from_the_look_that_decided_it_at_that_looks_level(faked):
     found, _, levels, _, _ = faked
     assert levels == look_levels(4, 0.05) and math.isclose(sum(levels), 0.05)
     by = {r.protocol: r for r in found.rows}
-    assert by["early"].verdict.verdict == "holds" and by["early"].extra["look"] == 1
+    assert by["early"].verdict.verdict == "reproduces" and by["early"].extra["look"] == 1
     assert "decided at look 1 of 4 (3 seeds, level 0.025)" in by["early"].verdict.reason
-    assert by["late"].verdict.verdict == "does not hold" and by["late"].extra["look"] == 3
+    assert by["late"].verdict.verdict == "no fall shown" and by["late"].extra["look"] == 3
     assert by["never"].verdict.verdict == "inconclusive" and "still open after look 4 of 4 (20 seeds" in \
         by["never"].verdict.reason
 
@@ -93,9 +97,9 @@ def test_a_verdict_comes_from_the_look_that_decided_it_at_that_looks_level(faked
 def test_progress_says_which_protocols_wait_for_which_seeds(faked):
     said = faked[3]
     first = next(s for s in said if s.startswith("faircl bench: after look 1"))
-    assert "1 of 3 claims decided" in first and "late (1 claims) waits for seeds 3–5" in first
+    assert "1 of 3 claims final" in first and "late (1 claims) waits for seeds 3–5" in first
     assert "early" not in first.split("open:")[1]
-    assert said[-1] == "faircl bench: after look 4, 2 of 3 claims decided; 1 stay inconclusive at the cap"
+    assert said[-1] == "faircl bench: after look 4, 2 of 3 claims final; 1 stay open at the cap"
 
 
 def test_without_a_cap_the_design_is_fixed(monkeypatch, tmp_path):
@@ -114,8 +118,8 @@ def test_against_adds_the_claims_against_another_method_as_a_cached_baseline():
     q = _with_against(p, ["ConFair", "CE"], said.append)
     assert q.baselines["ConFair"] == {"class_path": "faircl.methods.confair.ConFair"}
     added = q.claims[2:]
-    assert [(c.gap, c.baseline, c.paper_effect, c.leakage) for c in added] == [
-        ("tpr_gap_rms", "ConFair", None, False), ("dp_gap", "ConFair", None, False)]
+    assert [(c.gap, c.baseline, c.paper_effect, c.leakage, c.against) for c in added] == [
+        ("tpr_gap_rms", "ConFair", None, False, True), ("dp_gap", "ConFair", None, True, True)]  # leakage kept
     assert "a claims against it already" in said[-1]
     assert p.claims[:2] == q.claims[:2] and "ConFair" not in p.baselines  # the protocol itself is not changed
     views = _with_against(p, ["FairSamplingSimCLR"], said.append)  # needs views this protocol has not

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from faircl.eval.sequential import DECIDED, look_levels, looks, schedule
+from faircl.eval.sequential import look_levels, looks, schedule
 
 
 def test_looks_double_from_the_start_and_end_at_the_cap():
@@ -65,9 +65,15 @@ def test_schedule_of_one_protocol_follows_its_looks():
     assert len(fixed) == 1 and fixed[0].level == 0.05 and fixed[0].seeds == {"p": 5, "q": 5}
 
 
-def test_only_inconclusive_asks_for_more_seeds():
-    assert "inconclusive" not in DECIDED
-    assert set(DECIDED) == {"holds", "contradicted", "does not hold", "untestable", "degenerate"}
+def test_only_a_word_that_is_not_final_asks_for_more_seeds():
+    from faircl.eval.verdicts import ClaimEvidence, decide, paired_seed_comparison
+
+    u = paired_seed_comparison([0.8] * 3, [0.8, 0.801, 0.799])
+    up = ClaimEvidence("up", paired_seed_comparison([0.1] * 3, [0.30, 0.31, 0.32]), u, -0.045)
+    unsure = ClaimEvidence("unsure", paired_seed_comparison([0.1] * 3, [0.07, 0.1, 0.05]), u, -0.045)
+    v_up, v_unsure = decide([up, unsure], horizon=[(12, 0.0125)] * 2)
+    assert v_up.verdict == "contradicted" and v_up.final
+    assert v_unsure.verdict == "inconclusive" and not v_unsure.final
 
 
 def test_without_a_cap_the_schedule_is_the_fixed_design():
