@@ -37,7 +37,7 @@ __all__ = ["UNTRAINED", "read_items", "read_run", "read_runs_rows", "run_files_w
 UNTRAINED = "none (untrained weights)"
 #: files a ``faircl test`` run folder holds beside its ``report.json`` (a folder with one of them but no report was
 #: deleted or interrupted halfway)
-RUN_FILES = ("report.md", "report.png", "rows.npz", "items.json")
+RUN_FILES = ("report.md", "report.png", "rows.npz")
 
 #: one split's per-row predictions (field → array, as :func:`faircl.eval.row_predictions.read_rows` gives them)
 Fields = dict[str, np.ndarray]
