@@ -197,3 +197,9 @@ def item_replicate(d: ItemDesign, reps: int, seed: int, rule=None, n_bootstrap: 
     """``reps`` item effects of design ``d`` (seeded)."""
     rng = np.random.default_rng(seed)
     return [item_effect(d, rng, n_bootstrap, r, rule) for r in range(reps)]
+
+
+def former_item_rule(stat, baseline, method, strata, n_bootstrap: int = 2000, seed: int = 0):
+    """The item rule before the calibrated reference: Student-t on ``S − 1`` df (``calibrated=False``)."""
+    from faircl.eval.item_nulls import paired_item_bootstrap
+    return paired_item_bootstrap(stat, baseline, method, strata, n_bootstrap=n_bootstrap, seed=seed, calibrated=False)

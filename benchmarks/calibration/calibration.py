@@ -3,6 +3,7 @@
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/calibration/calibration.py      # full: results/calibration.md
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/calibration/calibration.py --quick --out -   # the test suite's subset
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/calibration/calibration.py --only sequential   # that section alone
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/calibration/calibration.py --only items        # the item section
 
 Synthetic per-row predictions (:mod:`_calibration_sim`: 2,000 test and 1,000 validation rows, binary ``y`` and
 ``a``, 80% accuracy, ``tpr_gap_rms``, rows' difficulty shared by seeds and models with latent correlation 0.6) go
@@ -10,12 +11,13 @@ through ``claim_from_predictions`` and ``decide``. Scenarios: no bias; a real bi
 graded effect (power against the reported MDE and "holds" MDE); a utility loss of 0–3 points; seed-to-seed shifts of
 the method's gap (0, 5, 9 points) at 3, 5 and 8 seeds, with the tail rates at α and α/10 (the level Holm uses for the
 first claim of a family of 10); a Holm family of 9 null claims and one real one; the bias screen for a 6-point gap;
-item claims (a 400-item preference share through ``paired_item_bootstrap``) with no effect and seed shifts of 0, 4
-and 8 points; the sequential design of ``--max-seeds`` (:mod:`_sequential_sim`: looks at 3 → 6 → 12 and 5 → 10 → 20
-seeds against the fixed design at the cap). Every rate has a Wilson 95% interval. ``--quick`` runs the 3-seed rows of
+item claims (a 400-item preference share through ``paired_item_bootstrap``, and Student-t on S − 1 df, the former
+item rule, on the same claims) with no effect and seed shifts of 0, 4 and 8 points, and with a 4-point fall (power);
+the sequential design of ``--max-seeds`` (:mod:`_sequential_sim`: looks at 3 → 6 → 12 and 5 → 10 → 20 seeds against
+the fixed design at the cap). Every rate has a Wilson 95% interval. ``--quick`` runs the 3-seed rows of
 the seed-shift tables only (and the sequential cells of the test suite). ``--only fixed`` or ``--only sequential``
 rewrites part of the results file: the sequential section lies between markers and is kept by ``--only fixed``,
-replaced alone by ``--only sequential``.
+replaced alone by ``--only sequential``; ``--only items`` replaces the item section alone (between its markers).
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _sequential_sim as seq
-from _calibration_sim import (ALPHA, Design, ItemDesign, Outcome, family, item_replicate, rate, replicate,
-                              sd_over_se)
+from _calibration_sim import (ALPHA, Design, ItemDesign, Outcome, family, former_item_rule, item_replicate, rate,
+                              replicate, sd_over_se)
 
 SEEDS = (3, 5, 8)
 SHIFTS = (0.0, 0.05, 0.09)
@@ -41,9 +43,11 @@ FULL = dict(nobias=60, null=400, shift=700, graded=80, utility=60, holm=50, scre
 QUICK_REPS = (250, 600)          # 3 seeds: no shift (sd/se), shift 9 points (tail)
 LEAN = dict(n_permutations=100, n_bootstrap=200)
 ITEM_SHIFTS = (0.0, 0.04, 0.08)
-ITEM_FULL = dict(still=300, shift=600)
+ITEM_FULL = dict(still=2000, shift=2000, power=1000)
 ITEM_QUICK = ((0.0, 200), (0.08, 300))   # 3 seeds: no shift (sd/se), shift 8 points (tail)
 ITEM_BOOT = 100
+ITEM_EFFECT = -0.04                      # the share change the power rows plant (|share − 0.5| falls by 4 points)
+ITEM_BEGIN, ITEM_END = "<!-- items: begin -->", "<!-- items: end -->"
 
 
 def _k(outs, pred) -> int:
@@ -74,9 +78,11 @@ def quick(seed: int = 32) -> dict:
 
 
 def item_tail(effects) -> dict:
-    """Tail rates, spread and df of no-effect item claims (:class:`~faircl.eval.statistics.Effect` s)."""
+    """Tail rates (``neg``: p < α with a fall), spread and df of item claims (:class:`~faircl.eval.statistics.Effect`
+    s)."""
     n = len(effects)
     return dict(n=n, p05=_k(effects, lambda e: e.p_value < ALPHA), p005=_k(effects, lambda e: e.p_value < ALPHA / 10),
+                neg=_k(effects, lambda e: e.p_value < ALPHA and e.mean < 0),
                 sd_se=sd_over_se([e.mean for e in effects], [e.se for e in effects]),
                 df=float(np.median([e.df for e in effects])))
 
@@ -95,22 +101,60 @@ def _item_row(label: str, t: dict) -> str:
 ITEM_HEADER = ["| design | p < α | p < α/10 | sd/se | median df |", "|---|---|---|---|---|"]
 
 
+def _span(values) -> str:
+    return f"{100 * min(values):.1f}–{100 * max(values):.1f}%"
+
+
 def items(reps: dict, seed: int = 5) -> list[str]:
-    """The item section: no effect, seed shifts of 0/4/8 points at 3, 5 and 8 seeds."""
-    md = ["## Item claims: no effect, with seed-to-seed shifts", "",
+    """The item section: realised size at α and α/10 (no effect, seed shifts of 0/4/8 points at 3, 5 and 8 seeds)
+    and power against a 4-point fall, of the calibrated item test and of the former one on the same claims."""
+    md = [ITEM_BEGIN, "## Item claims: realised size and power", "",
           "A CrowS-Pairs-style preference share over 400 items (`|share − 0.5|`, baseline share 60%), a fixed baseline "
-          "encoder and trained seeds whose share moves by N(0, shift²) (`_calibration_sim.ItemDesign`), decided by "
-          f"`paired_item_bootstrap` with {ITEM_BOOT} item resamples; every replicate draws new items. True effect 0.",
-          "", *ITEM_HEADER]
+          "encoder and trained seeds whose share moves by N(0, shift²) (`_calibration_sim.ItemDesign`), "
+          f"{ITEM_BOOT} item resamples; every replicate draws new items. *Calibrated*: `paired_item_bootstrap` "
+          "(`faircl.eval.item_nulls.shared_noise_effect`: the reference distribution of the shared item noise); "
+          "*former*: Student-t on S − 1 df, the same claims. Nominal size: p < α in 5%, p < α/10 in 0.5% of claims. "
+          "True effect 0 (with 8-point shifts the method's mean `|share − 0.5|` is 0.8 points above the baseline's: "
+          "the shifts fold at 50%).", "",
+          "| design | p < α (5%): calibrated | former | p < α/10 (0.5%): calibrated | former | sd/se | median df |",
+          "|---|---|---|---|---|---|---|"]
     if _RECORD is not None:     # the dry pass of run_parallel: these cells are computed in the final pass
-        return md
+        return md + [ITEM_END]
+    size, power = {"new": [], "old": []}, []
     for s in SEEDS:
         for shift in ITEM_SHIFTS:
-            n = reps["still"] if shift == 0 else reps["shift"]
-            t = item_tail(item_replicate(ItemDesign(seeds=s, shift=shift), n, seed + 10 * s + int(100 * shift),
-                                         n_bootstrap=ITEM_BOOT))
-            md.append(_item_row(f"{s} seeds, shift {100 * shift:.0f}", t))
+            d, n, cell = ItemDesign(seeds=s, shift=shift), reps["still"] if shift == 0 else reps["shift"], \
+                seed + 10 * s + int(100 * shift)
+            new, old = (item_tail(item_replicate(d, n, cell, rule, ITEM_BOOT)) for rule in (None, former_item_rule))
+            size["new"].append(new), size["old"].append(old)
+            md.append(f"| {s} seeds, shift {100 * shift:.0f} | {rate(new['p05'], n)} | {rate(old['p05'], n)} | "
+                      f"{rate(new['p005'], n)} | {rate(old['p005'], n)} | {new['sd_se']:.2f} | {new['df']:.1f} |")
+            d, n = ItemDesign(seeds=s, shift=shift, effect=ITEM_EFFECT), reps["power"]
+            new, old = (item_tail(item_replicate(d, n, cell + 500, rule, ITEM_BOOT)) for rule in (None, former_item_rule))
+            power.append(f"| {s} seeds, shift {100 * shift:.0f} | {rate(new['neg'], n)} | {rate(old['neg'], n)} |")
+
+    def spans(which: str) -> str:
+        cells = size[which]
+        return (f"p < α {_span([t['p05'] / t['n'] for t in cells])}, "
+                f"p < α/10 {_span([t['p005'] / t['n'] for t in cells])}")
+
+    md += ["", f"Realised size over the nine designs (nominal 5% and 0.5%): calibrated {spans('new')}; former "
+           f"{spans('old')}. Median df: the Student-t df whose 95% quantile is the reference's.", "",
+           f"Power against a fall of the share by {-100 * ITEM_EFFECT:.0f} points (p < α with the score falling), the "
+           "same designs:", "", "| design | calibrated | former |", "|---|---|---|", *power, ITEM_END]
     return md
+
+
+def splice_items(text: str, block: list[str]) -> str:
+    """``text`` with its item section (between :data:`ITEM_BEGIN` and :data:`ITEM_END`, or from its
+    ``## Item claims`` heading to the sequential section) replaced by ``block``."""
+    new = "\n".join(block)
+    if ITEM_BEGIN in text and ITEM_END in text:
+        i, j = text.index(ITEM_BEGIN), text.index(ITEM_END) + len(ITEM_END)
+        return text[:i] + new + text[j:]
+    i = text.index("## Item claims")
+    j = text.index(seq.BEGIN) if seq.BEGIN in text else len(text)
+    return text[:i] + new + "\n\n" + text[j:]
 
 
 def _tail_row(label: str, t: dict) -> str:
@@ -205,17 +249,20 @@ def full(reps: dict, seed: int = 1, item_reps: dict = ITEM_FULL) -> list[str]:
         md.append(f"| {s} | {_verdicts(_replicate(Design(seeds=s, bias=0.0), reps['nobias'], seed + s))} |")
     # 2 + 5. real bias, no effect, seed shifts
     md += ["", "## A real bias (20 points) the method does not change, with seed-to-seed shifts", "",
-           "The method's gap moves per seed by N(0, shift²); its true effect is 0. A calibrated rule gives p < α in "
-           "5% and p < α/10 in 0.5% of claims (or fewer), and sd/se ≈ 1 without shifts (sd: spread of the effect "
-           "across replicates; se: its reported standard error, root mean square).", "", *TAIL_HEADER]
-    util = []
+           "The method's gap moves per seed by N(0, shift²); its true effect is 0. Nominal size: p < α in 5% and "
+           "p < α/10 in 0.5% of claims (realised: below the table); sd/se ≈ 1 without shifts (sd: spread of the "
+           "effect across replicates; se: its reported standard error, root mean square).", "", *TAIL_HEADER]
+    util, tails = [], []
     for s in SEEDS:
         for shift in SHIFTS:
             n = reps["null"] if shift == 0 else reps["shift"]
             t = tail(_replicate(Design(seeds=s, shift=shift), n, seed + 10 * s + int(100 * shift), **LEAN))
             md.append(_tail_row(f"{s} seeds, shift {100 * shift:.0f}", t))
+            tails.append(t)
             if shift == 0:
                 util.append(f"| {s} | {t['u_sd_se']:.2f} | {t['u_half_sd']:.2f} |")
+    md += ["", f"Realised size over the nine designs: p < α {_span([t['p05'] / t['n'] for t in tails])} (nominal 5%), "
+           f"p < α/10 {_span([t['p005'] / t['n'] for t in tails])} (nominal 0.5%)."]
     md += ["", "Utility (accuracy change) without shifts: sd/se, and the 95% interval's half-width over the spread "
            "of the change (about 2.0 at 8 seeds, 2.8 at 3 seeds with t on S − 1 df is expected).", "",
            "| seeds | utility sd/se | half-width / sd |", "|---|---|---|", *util]
@@ -317,9 +364,9 @@ def screen_rows(reps: int, seed: int, gaps=(0.04, 0.06)) -> list[str]:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="only the 3-seed seed-shift cells (the test suite's subset)")
-    p.add_argument("--only", choices=("all", "fixed", "sequential"), default="all",
-                   help="full mode: every section, the fixed designs' (keeping the file's sequential section) or the "
-                        "sequential section (replaced in the file, the rest kept)")
+    p.add_argument("--only", choices=("all", "fixed", "sequential", "items"), default="all",
+                   help="full mode: every section, the fixed designs' (keeping the file's sequential section), the "
+                        "sequential section or the item section (either replaced in the file, the rest kept)")
     p.add_argument("--jobs", type=int, default=1, help="processes computing the cells (full mode)")
     p.add_argument("--scale", type=float, default=1.0, help="multiply every replicate count (full mode)")
     p.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "calibration.md"),
@@ -339,6 +386,8 @@ def main(argv=None) -> None:
         md += ["", "## Sequential design, 3 → 6 → 12 seeds, α = 0.05 (quick)", "", "| cell | verdicts | mean seeds |",
                "|---|---|---|"]
         md += [f"| {k} | {_verdicts(runs)} | {np.mean([r.seeds for r in runs]):.1f} |" for k, runs in seq.quick().items()]
+    elif args.only == "items":
+        md = items(scaled(ITEM_FULL))
     else:
         reps = scaled(FULL) if args.only != "sequential" else None
         item_reps = scaled(ITEM_FULL)
@@ -351,6 +400,8 @@ def main(argv=None) -> None:
     wall = time.time() - t0
     if args.only == "sequential" and not args.quick:
         text = seq.splice(old, md[1:]) if old else "\n".join(md[1:]) + "\n"
+    elif args.only == "items" and not args.quick:
+        text = splice_items(old, md) if old else "\n".join(md) + "\n"
     else:
         head = ["# Calibration of the verdict rule", "",
                 "Regenerate: `OMP_NUM_THREADS=1 .venv/bin/python benchmarks/calibration/calibration.py"

@@ -20,15 +20,36 @@ Nulls (each compared with the observed score at its 95th percentile):
   document's male and female wording at random: the retrieved members of a group get labels drawn without
   replacement from the group's labels.
 
-:func:`paired_item_bootstrap`: the change ``method − baseline`` per seed on the same items, decided by the same rule
-and the same function as :func:`faircl.eval.statistics.paired_bootstrap` for rows
-(:func:`faircl.eval.statistics.seed_row_effect`): its variance is the seeds' spread ``var_s(d) / S`` (training noise
-and each seed's own item noise) plus the item noise every seed shares (the mean covariance between seeds over one
-resample of the items, stratified, shared by every seed and both models), each noise once, on ``S − 1`` degrees of
-freedom. (Adding the whole bootstrap variance of the seed mean counted each seed's item noise twice, and
-Satterthwaite's degrees of freedom rose when the seed spread was small by chance: with 3 seeds and 8-point seed shifts
-p < α/10 came out in 2.4% of no-effect claims.) All values are fractions (``|d|`` as it is); a reduction is
-negative.
+:func:`paired_item_bootstrap`: the change ``method − baseline`` per seed on the same items, with the standard error
+of the rows' rule (:func:`faircl.eval.statistics.seed_row_effect`): ``se² = var_s(d) / S + c̄``, the seeds' spread
+(training noise and each seed's own item noise) plus the item noise every seed shares (``c̄``, the mean covariance
+between seeds over one resample of the items, stratified, shared by every seed and both models), each noise once. All
+values are fractions (``|d|`` as it is); a reduction is negative.
+
+**The calibrated item test: why not Student-t on S − 1 df.** Rows and items share that standard error but not its
+reference distribution. One fixed baseline encoder scores the same items for every seed, so its item noise is shared
+by all of them: ``c̄`` is a large part of ``se²`` (a third at 3 seeds with 4-point seed shifts on the calibration's
+item design) and is known from hundreds of items, not from ``S − 1`` df. With ``λ`` the seeds' share of ``se²``,
+``t = mean / se`` is under "no change" ``Z / √(λW + 1 − λ)`` (``W ~ χ²_{S−1} / (S − 1)``): much lighter-tailed than
+``t_{S−1}``. On that design (3 seeds, 4-point shifts) its 95% quantile is 2.57 against t₂'s 4.30, and Student-t on
+``S − 1`` df gave p < 0.05 in 0.7% of no-effect claims, with a power of 2.7% against a 4-point fall where a test of
+the same size calibrated to the null has 18.5%. Plugging the estimate ``λ̂`` in — a parametric bootstrap at the fitted
+components, or Satterthwaite's df — is anti-conservative (Satterthwaite: 7.0% at 0.05 on that design; the plug-in
+bootstrap up to 9% with 3 seeds): ``λ̂`` is small exactly when the seeds' spread is small by chance, which is when
+``|t|`` is large.
+
+**The reference** (:func:`shared_noise_effect`, :class:`~faircl.eval.statistics.SharedNoiseReference`): the fiducial
+(generalised pivotal) distribution of the standardised mean, ``T = Z · √(λ* / W + (1 − λ*) / V)``: the seeds' variance
+drawn as ``s² / W``, the shared part as ``c̄ / V`` with ``V ~ χ²_ν / ν`` its own precision (``ν = 2c̄² / var(c̄)``,
+the jackknife over the resamples: :func:`shared_variance_df`), at the seed share ``λ* = λ̂^{3/2}``. The p-value and
+the interval at every level (:meth:`~faircl.eval.statistics.Effect.interval`, the verdict rule's ``1 − α/(2m)``) are
+read off it, so they agree; ``Effect.df`` is the Student-t df with the same 95% quantile. At ``λ̂ = 1`` (no shared
+noise) it is Student-t on ``S − 1`` df exactly. The fiducial reference at ``λ̂`` itself is conservative (2.4–4.3% at
+0.05 with 3 seeds); the exponent 3/2 comes from the exact size (quadrature over ``W``) over true shares 0.05–0.97:
+0.71–1.06 × α at α = 0.05 and 0.49–1.64 × α at α/10 with 3 seeds, 0.87–1.01 and 0.83–1.28 with 5, 0.93–1.00 and
+0.95–1.14 with 8 (the exponent 1.4 fell below 3.5% at 3 seeds without shifts, 1.6 reached 1.03% at α/10 with 8-point
+shifts). Validation on the calibration's item designs (no effect, seed shifts of 0, 4 and 8 points, 3, 5 and 8 seeds;
+``benchmarks/calibration/results/calibration.md``): VALIDATION.
 
 Example (CrowS-Pairs-style preferences of a deterministic baseline encoder and of three trained seeds)::
 
@@ -52,11 +73,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from faircl.eval.statistics import BiasTest, Effect, paired_differences, seed_row_effect
+from faircl.eval.statistics import (BiasTest, Effect, SharedNoiseReference, paired_differences, seed_row_effect,
+                                    shared_row_variance)
 
-__all__ = ["SeatItems", "binomial_preference_null", "grouped_label_null", "paired_item_bootstrap",
+__all__ = ["SHARE_EXPONENT", "SeatItems", "binomial_preference_null", "grouped_label_null", "paired_item_bootstrap",
            "preference_deviation", "seat_mean_abs_effect", "seat_permutation_null", "seat_units", "share_deviation",
-           "stratified_weights"]
+           "shared_noise_effect", "shared_variance_df", "stratified_weights"]
 
 
 def stratified_weights(strata: Sequence, n_bootstrap: int, rng: np.random.Generator) -> np.ndarray:
@@ -310,9 +332,57 @@ def grouped_label_null(male, female, cells: Sequence[Sequence[tuple[str, int]]],
 
 
 # ------------------------------------------------------------------------------------------ paired change
+#: the reference's seed share is the estimated share raised to this power (module docstring)
+SHARE_EXPONENT = 1.5
+
+
+def shared_variance_df(resampled: np.ndarray) -> float:
+    """The precision of the shared noise ``c̄`` (:func:`~faircl.eval.statistics.shared_row_variance`) of resamples
+    ``[B, S]`` as degrees of freedom ``ν = 2 c̄² / var(c̄)``, ``var(c̄)`` the jackknife over the ``B`` resamples (their
+    Monte Carlo noise; ``math.inf`` where it is 0, 1 with fewer than 3 resamples, NaN with one seed)."""
+    x = np.asarray(resampled, dtype=np.float64)
+    x = x[~np.isnan(x).any(axis=1)]
+    b, s = x.shape
+    if s < 2:
+        return math.nan
+    if b < 3:
+        return 1.0
+
+    def loo_var(y: np.ndarray) -> np.ndarray:       # leave-one-out variances of the columns of y [B, ...]
+        tot, sq = y.sum(0), (y * y).sum(0)
+        return (sq - y * y - (tot - y) ** 2 / (b - 1)) / (b - 2)
+
+    c = (s * loo_var(x.mean(axis=1)) - loo_var(x).mean(axis=1)) / (s - 1)        # [B]
+    var = (b - 1) / b * float(np.sum((c - c.mean()) ** 2))
+    shared = shared_row_variance(x)
+    return math.inf if var <= 0 else 2 * shared * shared / var
+
+
+def shared_noise_effect(d, resampled: np.ndarray | None, level: float = 0.95, n_rows: int = 0) -> Effect:
+    """The change ``mean(d)`` with ``se² = var_s(d) / S + c̄`` (:func:`~faircl.eval.statistics.seed_row_effect`),
+    decided against :class:`~faircl.eval.statistics.SharedNoiseReference` with seed share ``λ̂^{3/2}`` (``λ̂ = (var_s(d)
+    / S) / se²``), ``k = S − 1`` and ``ν`` of :func:`shared_variance_df` (module docstring): its p-value, its
+    ``level`` interval and :meth:`~faircl.eval.statistics.Effect.interval` at any other level.
+
+    Returns:
+        An :class:`Effect` with that ``reference`` and ``df`` its 95%-matching Student-t df; the Student-t effect of
+        :func:`~faircl.eval.statistics.seed_row_effect` itself where there is no shared noise (exact then), no seed
+        variance estimate (one seed: infinite interval, p = 1) or no spread at all (the point, p 0 or 1).
+    """
+    t_effect = seed_row_effect(d, resampled, level, n_rows)
+    if t_effect.df < 1 or not math.isfinite(t_effect.se) or t_effect.se <= 0 or t_effect.shared <= 0:
+        return t_effect
+    share = 1.0 - t_effect.shared / t_effect.se ** 2
+    ref = SharedNoiseReference(min(max(share, 0.0), 1.0) ** SHARE_EXPONENT, t_effect.df,
+                               shared_variance_df(resampled))
+    half = ref.quantile(level) * t_effect.se
+    return Effect(t_effect.mean, t_effect.mean - half, t_effect.mean + half, ref.sf(t_effect.mean / t_effect.se),
+                  t_effect.se, ref.t_df(0.95), t_effect.n_seeds, n_rows, t_effect.shared, ref)
+
+
 def paired_item_bootstrap(stat: Callable[[object, np.ndarray | None], np.ndarray], baseline: Sequence,
                           method: Sequence, strata: Sequence, n_bootstrap: int = 2000, level: float = 0.95,
-                          seed: int = 0, resample_items: bool = True) -> Effect:
+                          seed: int = 0, resample_items: bool = True, calibrated: bool = True) -> Effect:
     """Seed-paired change of an item-level score, with the items' bootstrap nested in the seeds.
 
     Args:
@@ -325,6 +395,8 @@ def paired_item_bootstrap(stat: Callable[[object, np.ndarray | None], np.ndarray
         seed: random seed of the resamples.
         resample_items: add the items' noise that every seed shares (``False``: the paired t-test of the per-seed
             scores).
+        calibrated: decide against the reference of the shared item noise (:func:`shared_noise_effect`); ``False``:
+            Student-t on ``S − 1`` df (the rows' rule, conservative here: module docstring).
 
     Returns:
         An :class:`Effect` of ``method − baseline`` (``n_rows`` = units).
@@ -340,4 +412,5 @@ def paired_item_bootstrap(stat: Callable[[object, np.ndarray | None], np.ndarray
     if resample_items and s > 1:
         w = stratified_weights(strata, n_bootstrap, np.random.default_rng(seed))
         resampled = np.stack([stat(m, w) - stat(b, w) for b, m in zip(baseline, method)], axis=1)   # [B, S]
-    return seed_row_effect(d, resampled, level, n_units if resample_items else 0)
+    rule = shared_noise_effect if calibrated else seed_row_effect
+    return rule(d, resampled, level, n_units if resample_items else 0)

@@ -22,19 +22,23 @@ nominal. Student-t on ``S − 1`` df is exact when the rows add nothing and cons
 ``T = Z / √(λW + 1 − λ)``, ``W ~ χ²_{S−1} / (S − 1)``, the tail ``E[2Φ̄(t√x)]`` is convex in ``x``, so any share ``λ``
 of seed variance gives a tail no heavier than ``λ = 1``, the t distribution), at every level Holm uses. The minimum
 detectable effects use the same df, so the price (a wide interval with 3 seeds) is printed beside each verdict.
+Item claims, where one fixed baseline encoder makes the shared part a large share of ``se²``, are far from ``λ = 1``
+and read a calibrated reference instead (:class:`SharedNoiseReference`, :mod:`faircl.eval.item_nulls`), carried by
+the :class:`Effect` itself (:attr:`Effect.reference`) so that its intervals at every level agree with its p-value.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, special, stats
 
-__all__ = ["BiasTest", "Effect", "GAP_METRICS", "bias_is_real", "confusion_from_rows", "gap_from_confusion", "holm",
-           "leakage_null", "minimum_detectable_effect", "paired_bootstrap",
+__all__ = ["BiasTest", "Effect", "GAP_METRICS", "SharedNoiseReference", "bias_is_real", "confusion_from_rows",
+           "gap_from_confusion", "holm", "leakage_null", "minimum_detectable_effect", "paired_bootstrap",
            "paired_seed_comparison", "permutation_null", "seed_row_effect", "shared_row_variance"]
 GAP_METRICS = ("tpr_gap_rms", "eo_gap", "accuracy", "balanced_accuracy")
 
@@ -272,6 +276,73 @@ def bias_is_real(*tests: BiasTest) -> bool:
 
 
 # ------------------------------------------------------------------------------------------ did it change?
+@functools.lru_cache(maxsize=64)
+def _quantile_nodes(df: float, n: int, squared: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss–Legendre nodes and weights for ``E f(X)``, ``X ~ χ²_df / df``, over the quantile ``u ∈ (0, 1)`` (``u = y²``
+    with ``squared``: smooth where ``f`` goes as ``u^{1/df}`` near 0)."""
+    x, w = np.polynomial.legendre.leggauss(n)
+    y, w = (x + 1) / 2, w / 2
+    u, w = (y * y, 2 * y * w) if squared else (y, w)
+    return special.chdtri(df, 1 - u) / df, w
+
+
+@functools.lru_cache(maxsize=256)
+def _reference_nodes(share: float, df_seed: float, df_shared: float) -> tuple[np.ndarray, np.ndarray]:
+    """Scales ``√(λ / W + (1 − λ) / V)`` and weights of :class:`SharedNoiseReference`'s normal mixture (256 nodes for
+    ``W``, 32 for ``V``; ``V = 1`` for ``ν = ∞``): its tails to 0.1% of their value at α/10."""
+    w, ww = _quantile_nodes(df_seed, 256, True)
+    v, wv = (np.ones(1), np.ones(1)) if not math.isfinite(df_shared) else _quantile_nodes(df_shared, 32, False)
+    return np.sqrt(share / w[:, None] + (1 - share) / v[None, :]).ravel(), (ww[:, None] * wv[None, :]).ravel()
+
+
+@dataclass(frozen=True)
+class SharedNoiseReference:
+    """The reference distribution of ``t = mean / se`` when ``se²`` adds a part estimated from the seeds and a part
+    that every seed shares, each with its own precision: ``T = Z · √(λ / W + (1 − λ) / V)`` with ``Z ~ N(0, 1)``,
+    ``W ~ χ²_k / k``, ``V ~ χ²_ν / ν`` independent (``λ = 1``: Student-t on ``k`` df; ``λ = 0``: Student-t on ``ν``
+    df). It is what :func:`faircl.eval.item_nulls.paired_item_bootstrap` reads its p-value and intervals from (see
+    that module for ``λ`` and the validation).
+
+    Attributes:
+        share: ``λ`` in [0, 1].
+        df_seed: ``k`` (seeds − 1).
+        df_shared: ``ν`` (``math.inf``: the shared part is known).
+    """
+
+    share: float
+    df_seed: float
+    df_shared: float = math.inf
+
+    def sf(self, t: float) -> float:
+        """Two-sided tail ``P(|T| ≥ t)`` (Gauss–Legendre quadrature over the quantiles of ``W`` and ``V``)."""
+        scales, weights = _reference_nodes(float(self.share), float(self.df_seed), float(self.df_shared))
+        return float(weights @ special.erfc(abs(t) / scales / math.sqrt(2)))
+
+    def quantile(self, level: float) -> float:
+        """``q`` with ``P(|T| ≤ q) = level``: the two-sided ``level`` interval is ``mean ± q · se``."""
+        if not 0 < level < 1:
+            raise ValueError(f"level must lie in (0, 1), got {level}")
+        return _reference_quantile(self, float(level))
+
+    def t_df(self, level: float = 0.95) -> float:
+        """The Student-t degrees of freedom whose two-sided ``level`` quantile is this reference's (1e9 where it is
+        the normal's)."""
+        q = self.quantile(level)
+
+        def gap(df: float) -> float:
+            return float(special.stdtrit(df, 0.5 + level / 2)) - q
+
+        if gap(1e9) >= 0:
+            return 1e9
+        return float(optimize.brentq(gap, 0.5, 1e9)) if gap(0.5) > 0 else 0.5
+
+
+@functools.lru_cache(maxsize=1024)
+def _reference_quantile(ref: SharedNoiseReference, level: float) -> float:
+    hi = float(special.stdtrit(min(ref.df_seed, ref.df_shared), 0.5 + level / 2)) + 1.0
+    return float(optimize.brentq(lambda q: ref.sf(q) - (1 - level), 0.0, hi, xtol=1e-10))
+
+
 @dataclass(frozen=True)
 class Effect:
     """A paired change (method − baseline) over seeds.
@@ -281,11 +352,15 @@ class Effect:
         lo, hi: the two-sided ``level`` interval (infinite with one seed).
         p_value: two-sided p-value of "no change".
         se: standard error of the mean change.
-        df: degrees of freedom (seeds − 1).
+        df: degrees of freedom (seeds − 1); with a :attr:`reference`, the Student-t df whose two-sided 95% quantile
+            is the reference's (for code that reads a t quantile off ``df``; :meth:`interval` uses the reference).
         n_seeds: seeds.
         n_rows: test rows resampled (0: seed-level only, from summary numbers).
         shared: the part of ``se²`` that every seed shares (the rows' or items' noise ``c̄``; 0 from summary numbers):
             it does not shrink with more seeds, only with more rows (:func:`seed_row_effect`).
+        reference: the distribution of ``mean / se`` under "no change" that :attr:`p_value`, :attr:`lo`,
+            :attr:`hi` and :meth:`interval` come from (:class:`SharedNoiseReference`: the item claims'); ``None``:
+            Student-t on :attr:`df`.
     """
 
     mean: float
@@ -297,16 +372,25 @@ class Effect:
     n_seeds: int
     n_rows: int = 0
     shared: float = 0.0
+    reference: SharedNoiseReference | None = None
+
+    def quantile(self, level: float) -> float:
+        """The two-sided ``level`` quantile of ``|mean − true| / se``: the reference's, else Student-t on
+        :attr:`df`."""
+        if self.reference is not None:
+            return self.reference.quantile(level)
+        return float(stats.t.ppf(0.5 + level / 2, self.df))
 
     def interval(self, level: float) -> tuple[float, float]:
-        """The two-sided ``level`` interval of the change (Student-t on :attr:`df` with :attr:`se`): the interval the
-        verdict rule reads its words from at a level other than the stored 95% one. ``(−∞, ∞)`` without a variance
-        estimate (one seed); the point itself when ``se`` is 0."""
+        """The two-sided ``level`` interval of the change, ``mean ± quantile(level) · se`` (:meth:`quantile`: the
+        :attr:`reference`, else Student-t on :attr:`df`): the interval the verdict rule reads its words from at a
+        level other than the stored 95% one; it excludes 0 exactly when :attr:`p_value` < 1 − ``level``. ``(−∞, ∞)``
+        without a variance estimate (one seed); the point itself when ``se`` is 0."""
         if self.df < 1 or not math.isfinite(self.se):
             return -math.inf, math.inf
         if self.se <= 0:
             return self.mean, self.mean
-        half = float(stats.t.ppf(0.5 + level / 2, self.df)) * self.se
+        half = self.quantile(level) * self.se
         return self.mean - half, self.mean + half
 
     def fmt(self, scale: float = 100.0, digits: int = 1) -> str:
@@ -458,10 +542,11 @@ def shared_row_variance(resampled: np.ndarray) -> float:
 
 def minimum_detectable_effect(effect: Effect, alpha: float = 0.05, power: float = 0.8) -> float:
     """Smallest true change a two-sided t-test at ``alpha`` detects with probability ``power``:
-    ``(t_{1−α/2} + t_{power}) · se`` with the effect's degrees of freedom (infinite with one seed)."""
+    ``(t_{1−α/2} + t_{power}) · se`` with the effect's degrees of freedom, or its :attr:`Effect.reference`'s quantiles
+    where it has one (infinite with one seed)."""
     if effect.df < 1 or not math.isfinite(effect.se):
         return math.inf
-    return float((stats.t.ppf(1 - alpha / 2, effect.df) + stats.t.ppf(power, effect.df)) * effect.se)
+    return float((effect.quantile(1 - alpha) + effect.quantile(2 * power - 1)) * effect.se)
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:

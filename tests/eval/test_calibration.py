@@ -55,12 +55,13 @@ def test_wilson_interval_against_its_closed_form():
     assert sd_over_se([1.0, 3.0], [2 ** 0.5, 2 ** 0.5]) == pytest.approx(1.0)
 
 
-def test_item_claims_follow_the_row_rule():
+def test_item_claims_keep_their_size():
     """Item claims (a 400-item preference share, a fixed baseline encoder, 3 trained seeds, no true effect): without
-    seed shifts the reported standard error matches the spread across 200 replicates (the former item rule added the
-    whole bootstrap variance of the seed mean and gave sd/se 0.80); with 8-point seed shifts p < α and p < α/10 are
-    not significantly more frequent than nominal over 300 replicates (the former Satterthwaite df: 6.3% and 1.3%,
-    median df 4.2)."""
+    seed shifts the reported standard error matches the spread across 200 replicates (the item rule before the rows'
+    one gave sd/se 0.80); with 8-point seed shifts p < α and p < α/10 are not significantly more frequent than nominal
+    over 300 replicates (Satterthwaite's df: 6.3% and 1.3%), nor p < α significantly less (Student-t on S − 1 df: 1.0%
+    in 600 claims, the shared item noise making it far too conservative); the median df is the calibrated
+    reference's, above S − 1."""
     sys.path.insert(0, str(BENCH))
     import calibration
     from _calibration_sim import wilson
@@ -74,8 +75,11 @@ def test_item_claims_follow_the_row_rule():
         lo, _ = wilson(shifted[key], n)
         if lo > level:
             wrong.append(f"{key}: {shifted[key]}/{n} (Wilson lower bound {100 * lo:.2f}% > {100 * level:.1f}%)")
+    _, hi = wilson(shifted["p05"], n)
+    if hi < calibration.ALPHA:
+        wrong.append(f"p05: {shifted['p05']}/{n} (Wilson upper bound {100 * hi:.2f}% < 5%: conservative)")
     assert not wrong, "; ".join(wrong)
-    assert still["df"] == shifted["df"] == 2.0   # S − 1, as for rows
+    assert still["df"] > 2 and shifted["df"] > 2
 
 
 @pytest.mark.slow

@@ -1,5 +1,6 @@
 """Item-level nulls and the seeds × items bootstrap (faircl.eval.item_nulls) against literal loops, scipy and
-exact enumeration; planted biases must be found, no bias must read untestable."""
+exact enumeration; planted biases must be found, no bias must read untestable; the calibrated item test keeps its
+size on planted nulls (3 seeds, a shared item noise), finds a planted change, and refuses degenerate inputs."""
 
 from __future__ import annotations
 
@@ -10,10 +11,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from scipy import integrate
+
+from faircl.eval.statistics import SharedNoiseReference, minimum_detectable_effect
 from faircl.eval.verdicts import ClaimEvidence, decide, paired_seed_comparison
-from faircl.eval.item_nulls import (SeatItems, binomial_preference_null, grouped_label_null, paired_item_bootstrap,
-                                    preference_deviation, seat_mean_abs_effect, seat_permutation_null, seat_units,
-                                    share_deviation, stratified_weights)
+from faircl.eval.item_nulls import (SHARE_EXPONENT, SeatItems, binomial_preference_null, grouped_label_null,
+                                    paired_item_bootstrap, preference_deviation, seat_mean_abs_effect,
+                                    seat_permutation_null, seat_units, share_deviation, shared_noise_effect,
+                                    shared_variance_df, stratified_weights)
 
 
 # ------------------------------------------------------------------------------------------ preference shares
@@ -235,7 +240,10 @@ def test_paired_item_bootstrap_adds_the_items_variance():
     analytic = dbar.var() / n                                  # variance of a mean of n resampled items
     assert e.se ** 2 - v_seed == pytest.approx(analytic, rel=0.1)
     assert e.mean == pytest.approx(d_seed.mean()) and e.n_rows == n
-    assert e.df == 2 and e.shared == pytest.approx(e.se ** 2 - v_seed)  # the row rule: S − 1 df
+    assert e.shared == pytest.approx(e.se ** 2 - v_seed)
+    # the reference of the shared item noise: seed share (v_seed / se²)^{3/2} on S − 1 df
+    assert e.reference.df_seed == 2 and e.reference.share == pytest.approx((v_seed / e.se ** 2) ** SHARE_EXPONENT)
+    assert e.df >= 2 and e.p_value == pytest.approx(e.reference.sf(e.mean / e.se))
     one = paired_item_bootstrap(_mean_stat, base[:1], meth[:1], np.zeros(n))
     assert math.isinf(one.hi) and one.p_value == 1.0
     with pytest.raises(ValueError, match="as many"):
@@ -252,7 +260,8 @@ def test_paired_item_bootstrap_counts_each_seeds_item_noise_once():
     e = paired_item_bootstrap(_mean_stat, base, meth, np.zeros(n), n_bootstrap=3000, seed=2)
     t = paired_item_bootstrap(_mean_stat, base, meth, np.zeros(n), resample_items=False)
     assert e.shared < 0.1 * t.se ** 2
-    assert e.se == pytest.approx(t.se, rel=0.06) and e.df == t.df == s - 1
+    assert e.se == pytest.approx(t.se, rel=0.06) and t.df == s - 1
+    assert e.reference is None or (e.reference.share > 0.85 and e.df >= s - 1)   # almost all seed noise: about t
     # the whole bootstrap variance of the seed mean (per-seed noise / S) would have added about as much again
     whole = np.var(np.mean([m - b for b, m in zip(base, meth)], axis=0)) / n
     assert whole > 0.5 * t.se ** 2
@@ -264,3 +273,90 @@ def test_stratified_weights_keep_every_stratum_size():
     np.testing.assert_array_equal(w[:, :3].sum(1), 3)
     np.testing.assert_array_equal(w[:, 3:5].sum(1), 2)
     np.testing.assert_array_equal(w[:, 5], 1)
+
+
+# ------------------------------------------------------------------------------------------ the calibrated item test
+def test_reference_is_student_t_at_its_ends_and_a_normal_mixture_between():
+    for k in (1, 2, 7):
+        assert SharedNoiseReference(1.0, k).sf(3.0) == pytest.approx(2 * stats.t.sf(3.0, k), rel=1e-6)
+    assert SharedNoiseReference(0.0, 2).sf(2.5) == pytest.approx(2 * stats.norm.sf(2.5), rel=1e-9)
+    assert SharedNoiseReference(0.0, 2, 30.0).sf(2.5) == pytest.approx(2 * stats.t.sf(2.5, 30), rel=1e-3)
+    ref = SharedNoiseReference(0.4, 2)                   # E 2Φ̄(t / √(λ / W + 1 − λ)), W ~ χ²₂ / 2, by quad
+
+    def tail(t):
+        return integrate.quad(lambda w: math.erfc(t / math.sqrt(0.4 / w + 0.6) / math.sqrt(2))
+                              * 2 * stats.chi2.pdf(2 * w, 2), 0, np.inf)[0]
+
+    for t in (1.0, 2.5, 4.0):
+        assert ref.sf(t) == pytest.approx(tail(t), rel=1e-3)
+    for level in (0.9, 0.95, 0.995):
+        assert ref.sf(ref.quantile(level)) == pytest.approx(1 - level, rel=1e-6)
+    assert stats.t.isf(0.025, ref.t_df()) == pytest.approx(ref.quantile(0.95), rel=1e-6)
+    assert 2 < ref.t_df() < 1e9
+
+
+def _claims(reps: int, seeds: int, effect: float, seed: int, calibrated: bool = True, n: int = 60) -> list:
+    """Item claims with one fixed baseline: a per-item change every seed shares (sd 1), each seed's own item noise
+    (sd 1), a seed shift (sd 0.2) and a true change ``effect`` of the items' mean."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for r in range(reps):
+        base, shared = rng.normal(0, 1, n), rng.normal(effect, 1, n)
+        meth = [base + shared + rng.normal(0, 1, n) + rng.normal(0, 0.2) for _ in range(seeds)]
+        out.append(paired_item_bootstrap(_mean_stat, [base] * seeds, meth, np.zeros(n), n_bootstrap=100, seed=r,
+                                         calibrated=calibrated))
+    return out
+
+
+def test_calibrated_item_test_keeps_its_size_at_three_seeds():
+    """A planted null at 3 seeds, about half of se² shared by every seed: p < α in 3.5–6.5% of 1,500 claims and
+    p < α/10 in at most 1%; Student-t on S − 1 df (the former rule) on the same claims stays far below α."""
+    new, old = _claims(1500, 3, 0.0, 7), _claims(1500, 3, 0.0, 7, calibrated=False)
+    share = np.median([1 - e.shared / e.se ** 2 for e in new])
+    assert 0.3 < share < 0.7
+    size = np.mean([e.p_value < 0.05 for e in new])
+    tail = np.mean([e.p_value < 0.005 for e in new])
+    assert 0.035 <= size <= 0.065 and tail <= 0.01, (size, tail)
+    assert np.mean([e.p_value < 0.05 for e in old]) < 0.025
+    # the interval and the p-value come from the same reference, at every level
+    for e in new[:50]:
+        for level in (0.95, 0.99):
+            lo, hi = e.interval(level)
+            assert (lo > 0 or hi < 0) == (e.p_value < 1 - level)
+        assert (e.lo, e.hi) == pytest.approx(e.interval(0.95))
+
+
+def test_calibrated_item_test_finds_a_planted_change():
+    """A fall of 0.5 (about 2.6 standard errors) at 3 seeds: found in 47% of 300 claims, against 16% by Student-t on
+    S − 1 df; the minimum detectable effect reads the same reference."""
+    new, old = _claims(300, 3, -0.5, 8), _claims(300, 3, -0.5, 8, calibrated=False)
+    found = np.mean([e.p_value < 0.05 and e.mean < 0 for e in new])
+    assert found > 0.35 and found > np.mean([e.p_value < 0.05 and e.mean < 0 for e in old]) + 0.2
+    e = new[0]
+    mde = (e.reference.quantile(0.95) + e.reference.quantile(0.6)) * e.se
+    assert minimum_detectable_effect(e) == pytest.approx(mde)
+    big = _claims(1, 5, -1.0, 9)[0]
+    assert big.p_value < 1e-3 and big.hi < 0
+
+
+def test_calibrated_item_test_refuses_degenerate_inputs():
+    rng = np.random.default_rng(13)
+    n = 40
+    base = rng.normal(0, 1, n)
+    # one seed: no seed variance to estimate, no p-value worth the name
+    one = paired_item_bootstrap(_mean_stat, [base], [base + rng.normal(0, 1, n)], np.zeros(n))
+    assert one.p_value == 1.0 and one.interval(0.99) == (-math.inf, math.inf) and one.reference is None
+    # no spread at all (every seed and item moves by the same amount): the point, p = 0
+    flat = paired_item_bootstrap(_mean_stat, [base] * 3, [base - 0.1] * 3, np.zeros(n))
+    assert flat.se == 0 and flat.p_value == 0.0 and flat.interval(0.9) == (flat.mean, flat.mean)
+    # no shared noise: exactly the paired t-test
+    t = shared_noise_effect(np.array([-0.1, -0.2, -0.15]), np.zeros((50, 3)))
+    assert t.reference is None and t.p_value == pytest.approx(stats.ttest_1samp([-0.1, -0.2, -0.15], 0).pvalue)
+    # identical seeds, noisy items: all of se² is shared, referred to Student-t on the shared part's own df
+    same = base + rng.normal(-0.2, 1, n)
+    e = paired_item_bootstrap(_mean_stat, [base] * 3, [same] * 3, np.zeros(n), n_bootstrap=400)
+    assert e.reference.share == 0 and math.isfinite(e.hi) and 0 <= e.p_value <= 1
+    assert e.reference.df_shared > 100          # c̄ from 400 resamples: well known
+    assert shared_variance_df(np.zeros((2, 3))) == 1.0 and math.isnan(shared_variance_df(np.zeros((10, 1))))
+    with pytest.raises(ValueError, match="level"):
+        e.interval(1.0)
