@@ -112,7 +112,7 @@ def evidence(d: Design, rng: np.random.Generator, name: str = "claim", *, n_perm
 
 def outcome(ev, v) -> Outcome:
     return Outcome(v.verdict, all(t.real for t in ev.bias), ev.effect.mean, ev.effect.se, ev.effect.df,
-                   ev.effect.p_value, v.p_holm, v.mde, float(getattr(v, "mde_holds", math.nan)), ev.utility.mean,
+                   ev.effect.p_value, v.p_adj, v.mde, math.nan, ev.utility.mean,
                    ev.utility.se, ev.utility.lo, ev.utility.hi, v.seeds_needed, getattr(v, "rows_needed", None))
 
 

@@ -36,7 +36,12 @@ import _sequential_sim as seq
 from _calibration_sim import (ALPHA, Design, ItemDesign, Outcome, family, former_item_rule, item_replicate, rate,
                               replicate, sd_over_se)
 
+from faircl.eval.verdicts import WORDS  # noqa: E402
+
 SEEDS = (3, 5, 8)
+#: the words of a fall the claim kept its utility for, and of no fall shown
+FALLS = ("reproduces", "lowers, less than target")
+NO_FALL = ("no fall shown", "no change")
 SHIFTS = (0.0, 0.05, 0.09)
 FULL = dict(nobias=60, null=400, shift=700, graded=80, utility=60, holm=50, screen=150, null_screen=400,
             at_paper=150, pilot=80, planned=300)
@@ -64,7 +69,7 @@ def tail(outs) -> dict:
     n = len(outs)
     return dict(n=n, p05=_k(outs, lambda o: o.p < ALPHA), p005=_k(outs, lambda o: o.p < ALPHA / 10),
                 contradicted=_k(outs, lambda o: o.verdict == "contradicted"),
-                holds=_k(outs, lambda o: o.verdict == "holds"),
+                holds=_k(outs, lambda o: o.verdict in FALLS),
                 sd_se=sd_over_se([o.mean for o in outs], [o.se for o in outs]),
                 u_sd_se=sd_over_se([o.u_mean for o in outs], [o.u_se for o in outs]),
                 u_half_sd=_half_over_sd(outs),
@@ -170,7 +175,7 @@ TAIL_HEADER = ["| design | p < α | p < α/10 | contradicted | holds | sd/se | m
 def _verdicts(outs) -> str:
     n = len(outs)
     return " · ".join(f"{w} {rate(_k(outs, lambda o, w=w: o.verdict == w), n)}"
-                      for w in ("holds", "contradicted", "does not hold", "inconclusive", "untestable")
+                      for w in WORDS
                       if _k(outs, lambda o, w=w: o.verdict == w))
 
 
@@ -188,7 +193,7 @@ _RECORD: list | None = None
 
 def _dummy(reps: int) -> list[Outcome]:
     rng = np.random.default_rng(0)
-    return [Outcome("holds", True, *rng.random(5), 0.1, 0.1, *rng.random(2), -1.0, 1.0) for _ in range(reps)]
+    return [Outcome("reproduces", True, *rng.random(5), 0.1, 0.1, *rng.random(2), -1.0, 1.0) for _ in range(reps)]
 
 
 def _replicate(d: Design, reps: int, seed: int, **kw) -> list[Outcome]:
@@ -279,7 +284,7 @@ def full(reps: dict, seed: int = 1, item_reps: dict = ITEM_FULL) -> list[str]:
         for e in effects:
             outs = _replicate(Design(seeds=s, effect=e), reps["graded"], seed + 1000 * s + int(-1000 * e), **LEAN)
             n = len(outs)
-            k, kh = _k(outs, lambda o: o.p < ALPHA and o.mean < 0), _k(outs, lambda o: o.verdict == "holds")
+            k, kh = _k(outs, lambda o: o.p < ALPHA and o.mean < 0), _k(outs, lambda o: o.verdict in FALLS)
             pw.append(k / n), ph.append(kh / n)
             mde.append(np.median([o.mde for o in outs])), mdh.append(np.median([o.mde_holds for o in outs]))
             md.append(f"| {s} | {100 * e:+.0f} | {rate(k, n)} | {rate(kh, n)} | {100 * mde[-1]:.1f} | "
@@ -300,8 +305,8 @@ def full(reps: dict, seed: int = 1, item_reps: dict = ITEM_FULL) -> list[str]:
     # 6. Holm family
     fams = _family(Design(), Design(effect=-0.12), 9, reps["holm"], seed + 77, **LEAN)
     nulls = [o for f in fams for o in f[:-1]]
-    wrong = _k(nulls, lambda o: o.verdict in ("holds", "contradicted"))
-    fwer = sum(any(o.verdict in ("holds", "contradicted") for o in f[:-1]) for f in fams)
+    wrong = _k(nulls, lambda o: o.verdict in FALLS + ("contradicted",))
+    fwer = sum(any(o.verdict in FALLS + ("contradicted",) for o in f[:-1]) for f in fams)
     real = [f[-1] for f in fams]
     md += ["", "## A Holm family: 9 null claims and one real one (−12 points), 5 seeds", "",
            f"- null claims reading holds or contradicted: {rate(wrong, len(nulls))}",
@@ -336,7 +341,7 @@ def deciding(reps: dict, seed: int = 3) -> list[str]:
     n = int(np.median(asked)) if asked else 5
     real = _replicate(Design(seeds=n, effect=-0.045, shift=0.03), reps["planned"], seed + 502, **LEAN)
     none = _replicate(Design(seeds=n, effect=0.0, shift=0.03), reps["planned"], seed + 503, **LEAN)
-    k_real, k_none = _k(real, lambda o: o.verdict == "holds"), _k(none, lambda o: o.verdict == "does not hold")
+    k_real, k_none = _k(real, lambda o: o.verdict in FALLS), _k(none, lambda o: o.verdict in NO_FALL)
     md += ["", "## The seeds an inconclusive verdict asks for", "",
            "Pilot: 3 seeds, the paper's effect (−4.5 points), seed shifts of 3 points; each inconclusive verdict "
            "says how many seeds would decide it with 80% power (\"holds\" if the effect is real, \"does not hold\" "

@@ -66,7 +66,7 @@ def _parser() -> ArgumentParser:
     p = ArgumentParser(
         prog="faircl bench", exit_on_error=False,
         description="Run a method through a suite of protocols against their baselines and decide each claim "
-        "(per-row bias null, seed-paired effects, Holm over all claims).",
+        "(per-row bias null, seed-paired effects; direction, size and utility read at 1 − α/(2m)).",
         epilog="The protocol gives the method its encoder (model:) and the data its sizes. Baseline runs are cached "
         "in --cache (default $FAIRCL_CACHE/bench or ~/.cache/faircl/bench) and reused; an interrupted bench resumes "
         "when run again with the same arguments.")
@@ -84,7 +84,8 @@ def _parser() -> ArgumentParser:
                    "spent over the looks (faircl.eval.sequential); finished runs are reused, so a higher N continues")
     p.add_argument("--against", action="append", default=[], help="also claim that the method has a lower gap than "
                    "this method (a faircl method's name or a class's dotted path; run on each protocol with the "
-                   "protocol's model arguments and cached like a baseline), in the same Holm family (repeatable)")
+                   "protocol's model arguments and cached like a baseline), in a family of its own decided after the protocols' claims, its utility "
+                   "judged against the protocol's baseline (repeatable)")
     p.add_argument("--out", help="results folder")
     p.add_argument("--overwrite", action="store_true", help="replace the results in --out of a bench with other "
                    "settings (without it such an --out is refused; the same settings resume or continue)")
@@ -217,7 +218,8 @@ def _list() -> int:
 def _with_against(p: Protocol, against: list[str], say) -> Protocol:
     """``p`` with each ``--against`` method as a baseline (the protocol's model arguments, cached like its own
     baselines) and, for each claim on a gap, score or statistic against the protocol's first baseline, the same claim
-    against it (no paper effect: judged against the protocol's smallest effect of interest)."""
+    against it, its leakage claim included (no paper effect: judged against the protocol's smallest effect of
+    interest; a family of its own, :func:`faircl.bench.results.decide_bench`)."""
     if not against:
         return p
     baselines, claims = dict(p.baselines), list(p.claims)
@@ -239,7 +241,7 @@ def _with_against(p: Protocol, against: list[str], say) -> Protocol:
                 continue
             other = other_cls.__name__ if "." in name else name
             baselines[other] = {"class_path": other_path}
-        claims += [dataclasses.replace(c, baseline=other, paper_effect=None, leakage=False, leakage_paper_effect=None)
+        claims += [dataclasses.replace(c, baseline=other, paper_effect=None, leakage_paper_effect=None, against=True)
                    for c in p.claims if c.baseline == first]
     return dataclasses.replace(p, baselines=baselines, claims=claims)
 

@@ -10,7 +10,7 @@ and names an ``evaluate`` block; after a run's ``faircl test`` the runner scores
 
 and writes them to ``items.json`` in the run folder. A claim of the suite names a ``score`` instead of a ``gap``;
 it is decided by :func:`faircl.eval.embedding_claims.evidence` (the item-level null of the baseline's bias, the
-seed-paired change with the items' bootstrap nested in the seeds) under the same verdict rule and Holm family as
+seed-paired change with the items' bootstrap nested in the seeds) under the same verdict rule and family as
 every other claim (:func:`faircl.eval.verdicts.decide`).
 """
 

@@ -9,11 +9,11 @@ Runs are paired by the seed of the fit that made their checkpoint. Where both si
 null over the test and the validation rows (one pooled test, exact at its level), the paired effect uses the seeds ×
 rows bootstrap, both models are checked for degenerate seeds. Gaps recomputed from rows: :data:`ROW_GAPS`. A leakage claim (optional) tests the baseline's leakage against the majority-group rate
 on both splits (:func:`faircl.eval.verdicts.leakage_bias_tests`) and pairs the seeds' leakage. Every claim of one
-comparison forms one Holm family.
+comparison forms one family (:func:`faircl.eval.verdicts.decide`).
 
 Runs without rows (folders written before ``faircl test`` kept them) are compared from their per-seed summary
 numbers (:func:`faircl.eval.verdicts.paired_seed_comparison`); their baseline's bias cannot be tested, so their
-verdict's reason starts with "bias not checked" and "holds" is never given there (it reads "inconclusive").
+verdict's reason starts with "bias not checked" and neither "reproduces" nor "lowers, less than target" is given there (it reads "inconclusive").
 
 A claim on a statistic of the report that involves no attribute (e.g. cluster dominance) has no null at all: it is
 the paired t-test of the seeds' values (:func:`statistic_evidence`).
@@ -99,7 +99,7 @@ def compare_to_baseline(baseline: Any, settings: Sequence[Any], metrics: Sequenc
                         alpha: float = 0.05, paper_effect: float | None = None, leakage: bool = False,
                         leakage_paper_effect: float | None = None, n_bootstrap: int = 2000,
                         n_permutations: int = 1000, seed: int = 0) -> BaselineResult:
-    """Each setting against the baseline on the seeds both have (paired by fit seed), its claims decided as one Holm
+    """Each setting against the baseline on the seeds both have (paired by fit seed), its claims decided as one
     family: :func:`baseline_evidence` then :func:`faircl.eval.verdicts.decide`.
 
     Args:

@@ -1,7 +1,7 @@
 """The statistics behind :mod:`faircl.eval.verdicts`: vectorised group-fairness gaps from confusion counts, the
 attribute-permutation null, the seed × row paired bootstrap, Holm–Bonferroni and the gap test's minimum detectable
-effect. All values are fractions (0.045 = 4.5 points). No verdict is decided here: the rule (and the power of its
-"holds", :func:`faircl.eval.power.holds_detectable_effect`) is :mod:`faircl.eval.verdicts`.
+effect. All values are fractions (0.045 = 4.5 points). No verdict is decided here: the rule (and the seeds it would
+need, :func:`faircl.eval.power.seeds_to_decide`) is :mod:`faircl.eval.verdicts`.
 
 **The paired effect's variance: a two-way decomposition of the seeds × rows design.** The change of seed ``s``
 measured on the test rows is ``d_s = μ + α_s + β + γ_s``: ``α_s`` is the seed's training noise (what another seed

@@ -107,7 +107,7 @@ def test_extends_replaces_selection_and_baselines_whole(tmp_path):
     (BASE + "views: sometimes\n", "'views' must be true or false, got 'sometimes'"),
     (BASE + "seeds: three\n", "'seeds' must be an integer, got 'three'"),
     (BASE.replace("claims: [{gap: tpr_gap_rms, baseline: CE}]", "claims: [{gap: tpr_gap_rms, baseline: CE, by: 2}]"),
-     "claims[0]: unknown key 'by' (a claim has the keys baseline, gap, leakage, leakage_paper_effect, margin, "),
+     "claims[0]: unknown key 'by' (a claim has the keys against, baseline, gap, leakage, leakage_paper_effect, margin, "),
     (BASE.replace("claims: [{gap: tpr_gap_rms, baseline: CE}]", "claims: [{gap: tpr_gap_rms, baseline: CE, "
                   "paper_effect: large}]"), "claims[0]: 'paper_effect' must be a number or null, got 'large'"),
     (BASE.replace("claims: [{gap: tpr_gap_rms, baseline: CE}]", "claims: [{gap: tpr_gap_rms, baseline: ERM}]"),

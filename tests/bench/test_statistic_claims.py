@@ -93,7 +93,7 @@ def test_a_planted_fall_holds_a_planted_rise_is_contradicted(monkeypatch, tmp_pa
     rows, undecided = _decide(monkeypatch, tmp_path, base, base - 0.05 + 0.002 * rng.standard_normal(6))
     assert not undecided and len(rows) == 1
     (row,) = rows
-    assert row.verdict.verdict == "holds", row.verdict.reason
+    assert row.verdict.verdict == "reproduces", row.verdict.reason
     assert row.gap == "cluster_dominance" and row.seeds == list(range(6))
     assert math.isclose(row.verdict.effect.mean, row.method_gap - row.baseline_gap, abs_tol=1e-12)
     assert row.verdict.effect.mean == pytest.approx(-0.05, abs=0.005)
@@ -107,16 +107,16 @@ def test_the_baselines_own_values_never_read_holds(monkeypatch, tmp_path):
     base = 0.40 + 0.01 * rng.standard_normal(6)
     for same in (base.copy(), base + 1e-13 * rng.standard_normal(6)):  # exactly and up to round-off
         rows, _ = _decide(monkeypatch, tmp_path, base, same)
-        assert rows[0].verdict.verdict in ("does not hold", "inconclusive"), rows[0].verdict
+        assert rows[0].verdict.verdict in ("no change", "no fall shown", "inconclusive"), rows[0].verdict
     noise = base + 0.01 * rng.standard_normal(6)  # a method no different from the baseline but for seed noise
     rows, _ = _decide(monkeypatch, tmp_path, base, noise)
-    assert rows[0].verdict.verdict in ("does not hold", "inconclusive"), rows[0].verdict
+    assert rows[0].verdict.verdict in ("no change", "no fall shown", "inconclusive"), rows[0].verdict
 
 
 def test_a_fall_that_costs_utility_does_not_hold(monkeypatch, tmp_path):
     base = np.full(6, 0.40) + np.linspace(0, 0.01, 6)
     rows, _ = _decide(monkeypatch, tmp_path, base, base - 0.05, method_acc=[0.70] * 6)
-    assert rows[0].verdict.verdict == "does not hold" and "utility" in rows[0].verdict.reason
+    assert rows[0].verdict.verdict == "utility lost" and "utility lost" in rows[0].verdict.reason
 
 
 def test_a_statistic_no_run_reports_is_said_not_decided(monkeypatch, tmp_path):
