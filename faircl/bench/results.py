@@ -146,7 +146,7 @@ def decide_bench(protocols: list[Protocol], tasks: dict[str, list[RunTask]], met
             p = by_name[row.protocol]
             if v.verdict == "inconclusive" and p.test_rows and v.rows_needed is None:  # else its rows are said
                 v = replace(v, reason=f"{v.reason}; {_rows_needed(p, v, ev, margin)}")
-            if family and v.verdict == "untestable" and v.bias:
+            if family and v.verdict == "untestable" and v.reason.startswith("no bias beyond chance"):
                 v = replace(v, reason=f"{row.baseline} has no bias beyond chance left to improve on ({v.reason})")
             if family:
                 row.extra["utility_vs"] = next(iter(p.baselines))
