@@ -25,7 +25,7 @@ from faircl.eval.power import Axis, rows_to_decide
 from faircl.eval.report import arrow
 from faircl.eval.run_folders import read_items, read_run, read_runs_rows
 from faircl.eval.tradeoff import Setting
-from faircl.eval.verdicts import ClaimEvidence, decide
+from faircl.eval.verdicts import ClaimEvidence, decide, seeds_cell
 
 __all__ = ["ClaimRow", "ProtocolRuns", "decide_bench", "read_protocol_runs", "write_results"]
 
@@ -276,8 +276,6 @@ def _target(v: Any) -> str:
 
 
 def _cells(r: ClaimRow) -> list[str]:
-    from faircl.eval.verdicts import seeds_cell
-
     v = r.verdict
     utility = _ci(v.utility) + (f" vs {r.extra['utility_vs']}" if r.extra.get("utility_vs") else "")
     return [r.protocol + (" (control)" if r.control else ""), r.claim, f"**{v.verdict}**",

@@ -75,7 +75,7 @@ def test_no_bias_reads_untestable_and_a_planted_bias_is_decided():
     v_fair, v_biased = decide([ClaimEvidence("fair", effect, utility, -0.05, fair),
                                ClaimEvidence("biased", effect, utility, -0.05, biased)])
     assert v_fair.verdict == "untestable" and "no bias beyond chance" in v_fair.reason
-    assert v_biased.verdict == "holds"
+    assert v_biased.verdict != "untestable" and (v_biased.direction, v_biased.size) == ("lowers", "reaches")
 
 
 # ------------------------------------------------------------------------------------------ SEAT
