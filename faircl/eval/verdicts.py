@@ -243,11 +243,11 @@ def decide(claims: Sequence[ClaimEvidence], alpha: float = 0.05, margin: float |
     level = alpha / (2 * m)  # per interval: two per claim
     out = []
     for c, mg, hz in zip(claims, margins, horizons):
-        out.append(_decide_one(c, alpha, level, mg, power, hz, band, m))
+        out.append(_decide_one(c, level, mg, power, hz, band, m))
     return out
 
 
-def _decide_one(c: ClaimEvidence, alpha: float, level: float, margin: float, power: float,
+def _decide_one(c: ClaimEvidence, level: float, margin: float, power: float,
                 horizon: tuple[int, float] | None, band: float, m: int) -> Verdict:
     target, target_from = c.target, ("the paper's effect" if c.paper_effect not in (None, 0) else
                                      "the smallest effect of interest")
