@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import lightning as L
-import numpy as np
 import pytest
 import torch
 

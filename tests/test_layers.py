@@ -3,22 +3,28 @@
 Every module of ``faircl`` is parsed (not imported); each ``import faircl...`` / ``from faircl... import`` /
 relative import is resolved to a module and checked against the layers:
 
-    _checks, utils  ->  losses, mining, metrics  ->  models  ->  data  ->  methods, checkpoints  ->  eval  ->  cli, demo, testing
-    ->  bench
+    _checks, utils  ->  losses, mining, metrics  ->  models  ->  data  ->  methods, checkpoints  ->  eval  ->  runs
+    ->  bench  ->  cli, demo, testing
 
 A module may import its own layer and the layers to its left, never one to its right; no two modules, and no two
 packages (through any of their modules), may import each other, directly or through a longer cycle; and a ``faircl`` import inside a function needs a ``# deferred:`` comment
 on its line saying which optional heavy dependency it defers.
+
+An import by name counts as an import: ``importlib.import_module("faircl.x")`` and a string naming a faircl module or
+a ``"faircl.x:function"`` target (a run pool's preload list, a launcher's target, a table of lazily imported names).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "faircl"
+#: a module or ``module:function`` named in a string
+_NAMED = re.compile(r"faircl(\.[A-Za-z_][A-Za-z0-9_]*)+(:[A-Za-z_][A-Za-z0-9_]*)?")
 
 LAYERS: dict[str, int] = {
     "_checks": 0, "utils": 0,
@@ -27,8 +33,9 @@ LAYERS: dict[str, int] = {
     "data": 3,
     "methods": 4, "checkpoints": 4,
     "eval": 5,
-    "cli": 6, "demo": 6, "testing": 6, "__main__": 6,
+    "runs": 6,
     "bench": 7,
+    "cli": 8, "demo": 8, "testing": 8, "__main__": 8,
 }
 
 
@@ -79,6 +86,12 @@ class _Imports(ast.NodeVisitor):
     def _add(self, target: str, node: ast.AST) -> None:
         if target == "faircl" or target.startswith("faircl."):
             self.edges.append((_resolve(target, self.known), node.lineno, self._depth > 0))
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        """A string that names a faircl module (``"faircl.runs.engine"``, ``"faircl.cli.trial:run_seed"``): an import
+        by name, counted as one made where the string is used (a function's: deferred, no comment needed)."""
+        if isinstance(node.value, str) and _NAMED.fullmatch(node.value):
+            self.edges.append((_resolve(node.value.split(":")[0], self.known), node.lineno, False))
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:

@@ -1,8 +1,8 @@
-"""What a run pays for being forked from the pre-imported worker (:mod:`faircl.cli.run_pool`) instead of running in
+"""What a run pays for being forked from the pre-imported worker (:mod:`faircl.runs.pool`) instead of running in
 this process, on a protocol's full run and on a quick run; a fresh process for reference.
 
 Each round runs ``faircl fit`` then ``faircl test --ckpt_path best`` of ``ce/biased_features`` as a sweep runs a
-seed (:func:`faircl.cli.dispatch.main_sequence`), twice, in alternating order: forked from the worker and in this
+seed (:func:`main_sequence`: the two commands in one process), twice, in alternating order: forked from the worker and in this
 process (the floor: no start-up at all). The full run has the config's epochs (15), the quick run one. The worker's
 overhead is, per round, (forked − in-process) / in-process; the table gives its median and a distribution-free 95%
 interval for the median (order statistics). A fresh process (the same two commands in a new Python process) runs in
@@ -40,10 +40,21 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from faircl.bench.runner import RunTask
 from faircl.bench.spec import load_suite
-from faircl.cli.dispatch import main_sequence
-from faircl.cli.run_pool import RunPool
+from faircl.cli import main
+from faircl.runs.pool import RunPool
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def main_sequence(commands: list[list[str]]) -> int:
+    """Run several ``faircl`` commands in this process, in order; stops at the first that fails and returns its
+    status, else 0."""
+    for args in commands:
+        code = main(list(args))
+        if code:
+            return code
+    return 0
+
 OUT = REPO / "benchmarks" / "performance" / "results" / "startup.md"
 TARGETS = {"full": 0.10, "quick": 0.20}
 #: the fit arguments of each kind of run: the config as shipped, and cut to one epoch
@@ -52,7 +63,7 @@ RUNS = {"full": ["--config", "ce/biased_features"],
 #: the run machinery before (the commit that renamed the modules last) and after
 BEFORE = ("f30b7a7", ["faircl/cli/workers.py", "faircl/cli/warm.py", "faircl/cli/prefault.py", "faircl/cli/spare.py",
                       "faircl/cli/preload.py"])
-AFTER = ["faircl/cli/run_pool.py"]
+AFTER = ["faircl/runs/pool.py"]
 #: the fixed-cost variants: (name in the table, arguments added to fit and test, fit alone)
 VARIANTS = {"plain": ("a plain `faircl test`: report.png drawn (a bench run before)", [], False),
             "bench": ("`--report_plot false`: no picture (a bench run now)", ["--report_plot=false"], False),
@@ -107,7 +118,8 @@ def measure(args: list[str], work: Path, pool: RunPool, rounds: int, fresh_round
             return main_sequence(commands())
 
     def fresh() -> int:
-        code = f"import sys; from faircl.cli.dispatch import main_sequence; sys.exit(main_sequence({commands()!r}))"
+        code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); from startup import main_sequence; "
+                f"sys.exit(main_sequence({commands()!r}))")
         return subprocess.run([sys.executable, "-c", code], capture_output=True, check=False).returncode
 
     timed(forked), timed(in_process)  # untimed: the worker's start, this process's first run
@@ -132,7 +144,7 @@ def render(raw: dict) -> str:
         f"`python benchmarks/performance/startup.py --rounds {raw['rounds']} --fresh-rounds {raw['fresh_rounds']}` "
         f"({raw['seconds']:.0f} s, {raw['when']}). Each round runs `faircl fit` then `faircl test --ckpt_path best` as "
         "a sweep runs a seed (`main_sequence`), forked from the worker "
-        "(`faircl.cli.run_pool.RunPool`: a `forkserver` that imported torch, Lightning and faircl once) and in this "
+        "(`faircl.runs.pool.RunPool`: a `forkserver` that imported torch, Lightning and faircl once) and in this "
         "process, in alternating order; the overhead is (forked − in-process) / in-process per round. A fresh "
         "process (the same two commands in a new Python process) is timed in fewer rounds, for reference. Figures: "
         "median [distribution-free 95% interval of the median].", "",
@@ -219,7 +231,7 @@ def fixed_cost(raw: dict, draws: int = 2000) -> dict:
 def data_setup(data: dict, out: str) -> int:
     """A forked run's data set-up: the fit's datamodule set up and its first training batch drawn, then the
     test's datamodule set up; the seconds of each into ``out``."""
-    from faircl.cli.app import datamodules
+    from faircl.runs.lightning_cli import datamodules
 
     cls = datamodules()[data["class_path"].rsplit(".", 1)[-1]]
     start = time.perf_counter()
@@ -321,7 +333,7 @@ def write_fixed(path: Path, raw: dict) -> None:
     head, tail = (old[:history], old[history:]) if history >= 0 else (old, "")
     if SECTION in head:
         head = head[:head.index(SECTION)]
-    head = re.sub(r"\d+ after \(`faircl/cli/run_pool\.py`", f"{lines_of(AFTER)} after (`faircl/cli/run_pool.py`",
+    head = re.sub(r"\d+ after \(`faircl/cli/run_pool\.py`", f"{lines_of(AFTER)} after (`faircl/runs/pool.py`",
                   head)
     path.write_text(head.rstrip("\n") + "\n\n" + render_fixed(raw) + tail)
     js = path.with_suffix(".json")

@@ -10,7 +10,7 @@ A protocol's ``selection`` is one of:
 - ``{rule: last}``: a fixed budget, the last epoch (finDML's and Martin & Ogbuokiri's protocols).
 
 Every selection keeps a checkpoint of every epoch and the validation metrics of every epoch of the final training
-stage (:class:`faircl.bench.history.EpochHistory`, written to ``epochs.json`` in the run folder); after the fit
+stage (:class:`faircl.runs.history.EpochHistory`, written to ``epochs.json`` in the run folder); after the fit
 :func:`pick_epoch` chooses one of those epochs, the other checkpoints are deleted. So a staged method is judged on
 its final stage under every selection (INLP's first stage is plain CE, whose F1 would often be the best).
 """
@@ -21,7 +21,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from faircl.cli.config_files import CLIError
+from faircl.runs.user_error import UserError
 
 __all__ = ["RULES", "check_selection", "describe", "pick_epoch", "selection_callbacks"]
 
@@ -39,22 +39,22 @@ def check_selection(selection: dict[str, Any], where: str) -> dict[str, Any]:
     if "rule" not in selection:
         unknown = set(selection) - {"monitor", "mode"}
         if unknown or "monitor" not in selection:
-            raise CLIError(f"bench: {where}: 'selection' is {{monitor: <val metric>, mode: max|min}} or {{rule: "
+            raise UserError(f"bench: {where}: 'selection' is {{monitor: <val metric>, mode: max|min}} or {{rule: "
                            f"{'|'.join(RULES)}, ...}}, got {selection!r}")
         if selection.get("mode", "max") not in ("max", "min"):
-            raise CLIError(f"bench: {where}: selection mode must be max or min, got {selection['mode']!r}")
+            raise UserError(f"bench: {where}: selection mode must be max or min, got {selection['mode']!r}")
         return dict(selection)
     rule = selection["rule"]
     if rule not in RULES:
-        raise CLIError(f"bench: {where}: unknown selection rule {rule!r} (rules: {', '.join(RULES)})")
+        raise UserError(f"bench: {where}: unknown selection rule {rule!r} (rules: {', '.join(RULES)})")
     defaults = RULES[rule]
     unknown = set(selection) - set(defaults) - {"rule"}
     if unknown:
-        raise CLIError(f"bench: {where}: selection rule {rule!r} takes {sorted(defaults) or 'no arguments'}, not "
+        raise UserError(f"bench: {where}: selection rule {rule!r} takes {sorted(defaults) or 'no arguments'}, not "
                        f"{sorted(unknown)}")
     out = {"rule": rule, **defaults, **{k: v for k, v in selection.items() if k != "rule"}}
     if rule == "gap_within" and not (isinstance(out["tolerance"], (int, float)) and out["tolerance"] >= 0):
-        raise CLIError(f"bench: {where}: selection tolerance must be a number >= 0 (0.01 = 1 point), got "
+        raise UserError(f"bench: {where}: selection tolerance must be a number >= 0 (0.01 = 1 point), got "
                        f"{out['tolerance']!r}")
     return out
 
@@ -82,8 +82,7 @@ def selection_callbacks(selection: dict[str, Any], folder: Path) -> list[dict[st
     if not selection:
         return []
     return [{"class_path": "lightning.pytorch.callbacks.ModelCheckpoint", "init_args": {
-                "save_top_k": -1, "filename": "epoch={epoch}", "auto_insert_metric_name": False}},
-            {"class_path": "faircl.bench.history.EpochHistory", "init_args": {"path": str(folder / "epochs.json")}}]
+                "save_top_k": -1, "filename": "epoch={epoch}", "auto_insert_metric_name": False}}]
 
 
 def _finite(x: Any) -> bool:
@@ -92,7 +91,7 @@ def _finite(x: Any) -> bool:
 
 def pick_epoch(history: list[dict[str, Any]], selection: dict[str, Any]) -> tuple[int, str]:
     """The epoch ``selection`` (:func:`check_selection`) picks from ``history``
-    (:class:`~faircl.bench.history.EpochHistory`), and a sentence that says why. Raises ``ValueError`` when no
+    (:class:`~faircl.runs.history.EpochHistory`), and a sentence that says why. Raises ``ValueError`` when no
     epoch was validated."""
     if not history:
         raise ValueError("no epoch was validated: nothing to select from")

@@ -19,6 +19,7 @@ from faircl.bench.results import ClaimRow, decide_bench
 from faircl.bench.runner import MethodSpec, RunTask, plan, run_tasks
 from faircl.bench.spec import Protocol
 from faircl.eval.sequential import Look, schedule
+from faircl.runs.executors import Executor
 
 __all__ = ["Outcome", "run_looks"]
 
@@ -46,7 +47,7 @@ def _key(r: ClaimRow) -> tuple[str, str, str]:
 
 def run_looks(protocols: list[Protocol], method: MethodSpec, starts: dict[str, int], cap: int | None, out: Path,
               cache: Path, *, alpha: float = 0.05, n_permutations: int = 1000, n_bootstrap: int = 2000,
-              fresh: bool = False, say: Callable[[str], None] = print) -> Outcome:
+              executor: Executor | None = None, say: Callable[[str], None] = print) -> Outcome:
     """Run and decide ``protocols`` look by look: ``starts`` (protocol → its first seeds), ``cap`` (``--max-seeds``;
     ``None``: the fixed design). Finished runs are reused; a failed run is tried again at the next look."""
     design = schedule(starts, cap, alpha)
@@ -64,7 +65,7 @@ def run_looks(protocols: list[Protocol], method: MethodSpec, starts: dict[str, i
         if len(design) > 1:
             say(f"faircl bench: look {look.number} of {len(design)} (level {look.level:.3g}): "
                 + ", ".join(f"{n} at {look.seeds[n]} seeds" for n in open_))
-        for line in run_tasks(todo, say=say, fresh=fresh):
+        for line in run_tasks(todo, say=say, executor=executor):
             failed[line.split(": ", 1)[0]] = line
         for t in todo:
             if t.done:  # tried again and finished

@@ -3,7 +3,7 @@ decides it, the protocols' own claims of one bench forming one family (and ``--a
 ``results.md`` (verdicts first), ``results.csv`` and ``tradeoff.png``.
 
 :func:`decide_bench` takes three steps: it reads what every finished run left in its folder (its report, per-row
-predictions and per-item outputs: :mod:`faircl.eval.run_folders`), builds each claim's evidence
+predictions and per-item outputs: :mod:`faircl.runs.folders`), builds each claim's evidence
 (:func:`faircl.eval.baseline.baseline_evidence` for a gap, :func:`faircl.eval.baseline.statistic_evidence` for a
 statistic of the report, :func:`faircl.bench.embeddings.item_claim` for an item-level score), then decides the whole
 family once (:func:`faircl.eval.verdicts.decide`)."""
@@ -23,7 +23,8 @@ from faircl.bench.spec import Protocol
 from faircl.eval.baseline import baseline_evidence, statistic_evidence
 from faircl.eval.power import Axis, rows_to_decide
 from faircl.eval.report import arrow
-from faircl.eval.run_folders import read_items, read_run, read_runs_rows
+from faircl.runs.folders import read_items, read_run
+from faircl.eval.row_predictions import read_runs_rows
 from faircl.eval.tradeoff import Setting
 from faircl.eval.verdicts import ClaimEvidence, decide, seeds_cell
 

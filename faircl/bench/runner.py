@@ -1,6 +1,6 @@
 """Runs of a benchmark: every (protocol, setting, seed) is one ``faircl fit`` and one ``faircl test --ckpt_path best``
 of a generated config, forked from a worker that imported torch, Lightning and faircl once
-(:class:`faircl.cli.run_pool.RunPool`), so a crash ends that run only and start-up is paid once.
+(:class:`faircl.runs.pool.RunPool`), so a crash ends that run only and start-up is paid once.
 
 Where runs live:
 
@@ -34,14 +34,15 @@ import yaml
 
 from faircl.bench.checkpoint_selection import check_selection, pick_epoch, selection_callbacks
 from faircl.bench.spec import Protocol, deep_merge
-from faircl.cli.config_files import CLIError
-from faircl.cli.run_pool import PRELOAD, RunPool
+from faircl.runs.user_error import UserError
+from faircl.runs.executors import Executor, Job, LocalPool
+from faircl.runs.pool import PRELOAD
 
 __all__ = ["BENCH_PRELOAD", "MethodSpec", "RunTask", "default_cache", "plan", "resolve_method", "run_one", "run_tasks"]
 
 #: what a bench worker imports before its first fork: a sweep's worker's, the runs' target and the epoch-history
 #: callback that every run's config names by class path
-BENCH_PRELOAD = (*PRELOAD, "faircl.bench.runner", "faircl.bench.history")
+BENCH_PRELOAD = (*PRELOAD, "faircl.bench.runner")
 
 
 def default_cache() -> Path:
@@ -61,7 +62,7 @@ def resolve_method(name: str) -> tuple[str, type]:
         if not (inspect.isclass(cls) and issubclass(cls, FairModule)):
             known = sorted(n for n in dir(methods) if inspect.isclass(getattr(methods, n))
                            and issubclass(getattr(methods, n), FairModule) and n != "FairModule")
-            raise CLIError(f"bench: --method {name!r} is not a faircl method ({', '.join(known)}); a class of your "
+            raise UserError(f"bench: --method {name!r} is not a faircl method ({', '.join(known)}); a class of your "
                            "own is given by its dotted path, e.g. --method my_method.MyLoss for class MyLoss in "
                            "my_method.py of the current folder")
         return f"{cls.__module__}.{cls.__name__}", cls
@@ -71,11 +72,11 @@ def resolve_method(name: str) -> tuple[str, type]:
     try:
         mod = importlib.import_module(module)
     except ImportError as err:
-        raise CLIError(f"bench: --method {name!r}: cannot import {module!r} ({err}); run faircl bench from the folder "
+        raise UserError(f"bench: --method {name!r}: cannot import {module!r} ({err}); run faircl bench from the folder "
                        f"that holds {module.replace('.', '/')}.py, or put it on PYTHONPATH") from None
     cls = getattr(mod, attr, None)
     if not (inspect.isclass(cls) and issubclass(cls, FairModule)):
-        raise CLIError(f"bench: --method {name!r}: {module} has no FairModule subclass named {attr!r}")
+        raise UserError(f"bench: --method {name!r}: {module} has no FairModule subclass named {attr!r}")
     return f"{cls.__module__}.{cls.__name__}", cls
 
 
@@ -174,52 +175,27 @@ def _safe(name: str) -> str:
 
 
 def run_one(folder: str) -> int:
-    """Fit and test the run in ``folder`` (its ``config.yaml``) in this process; writes ``run.json`` when both
-    succeeded. The target of :meth:`faircl.cli.run_pool.RunPool.run`; returns the exit status."""
-    from faircl.cli.app import run_cli  # deferred: Lightning, imported once by the worker that forks the runs
-    from faircl.cli.dispatch import is_usage_error, user_message  # deferred: with faircl.cli.app
+    """Fit and test the run in ``folder`` (its ``config.yaml``, and its ``selection.yaml`` / ``evaluate.yaml``) in this
+    process with :func:`faircl.runs.engine.fit_then_test`, which writes ``run.json`` when both succeeded. The target
+    each launcher starts; returns the exit status (2 for the user's error, in one line at the end of the log)."""
+    from faircl.runs.engine import fit_then_test, user_path  # deferred: Lightning, imported once by the worker
+    from faircl.runs.user_error import is_usage_error, user_message  # deferred: with faircl.runs.engine
 
     root = Path(folder)
-    extra = os.environ.get("FAIRCL_BENCH_PATH")
-    if extra and extra not in sys.path:
-        sys.path.insert(0, extra)  # the folder a user's method is imported from
-    start, cpu = time.perf_counter(), time.process_time()  # a forked run's CPU clock starts at its fork
+    user_path()  # the folder a user's method is imported from
+    choose = _pick_checkpoint if (root / "selection.yaml").is_file() else None
+    after = _score_embeddings if (root / "evaluate.yaml").is_file() else None
     try:
-        cli = run_cli(["fit", "--config", str(root / "config.yaml")])
-        ckpt_cb = cli.trainer.checkpoint_callback
-        best = getattr(ckpt_cb, "best_model_path", "") or getattr(ckpt_cb, "last_model_path", "")
-        chosen = None
-        if (root / "selection.yaml").is_file():  # a selection: choose among the checkpoints of every epoch
-            best, chosen = _pick_checkpoint(root, Path(ckpt_cb.dirpath))
-        if not best:
-            print("faircl bench: the fit saved no checkpoint", file=sys.stderr)
-            return 1
-        fit_s = time.perf_counter() - start
-        test = run_cli(["test", "--config", str(root / "config.yaml"), "--trainer.devices=1",
-                        f"--ckpt_path={best}"])
+        fit_then_test(root, ["--config", str(root / "config.yaml")], choose=choose, after=after)
     except Exception as err:
         if not is_usage_error(err):
             raise
         print(f"faircl: error: {user_message(err)}", file=sys.stderr, flush=True)
         return 2
-    report = Path(test.trainer.log_dir or root) / "report.json"
-    if not report.is_file():
-        print(f"faircl bench: the test wrote no {report}", file=sys.stderr)
-        return 1
-    if (root / "evaluate.yaml").is_file():  # the embeddings suite: score the tested encoder item by item
-        _score_embeddings(root, test)
-    record = {"report": str(report.relative_to(root)), "checkpoint": str(Path(best).relative_to(root)),
-              "fit_s": round(fit_s, 3), "wall_s": round(time.perf_counter() - start, 3),
-              "cpu_s": round(time.process_time() - cpu, 3)}
-    if chosen is not None:
-        record["selected"] = chosen
-    tmp = root / "run.json.tmp"
-    tmp.write_text(json.dumps(record, indent=2))
-    tmp.replace(root / "run.json")
     return 0
 
 
-def _score_embeddings(root: Path, test: Any) -> None:
+def _score_embeddings(root: Path, test: Any) -> dict[str, Any]:
     """``items.json``: the tested model's CCED per test tuple and its embedding bias sets, item by item."""
     from faircl.bench.embeddings import score_items  # deferred: torch and the embedding bias sets
     from faircl.data.locations import DATA_ENV  # deferred: with faircl.bench.embeddings
@@ -237,15 +213,15 @@ def _score_embeddings(root: Path, test: Any) -> None:
     print(f"faircl bench: embeddings scored ({items['sentences_encoded']} sentences, CCED in "
           f"{100 * items['cced_in']:.2f} / held out {100 * items['cced_heldout']:.2f} ×100) in "
           f"{time.perf_counter() - start:.1f} s", flush=True)
+    return {}
 
 
-def _pick_checkpoint(root: Path, ckpt_dir: Path) -> tuple[str, dict[str, Any]]:
+def _pick_checkpoint(root: Path, history: Any, ckpt_dir: Path) -> tuple[str, dict[str, Any]]:
     """The checkpoint the protocol's selection rule (``selection.yaml``) picks from the validation metrics of every
-    epoch (``epochs.json``); the other epochs' checkpoints are deleted. Returns its path and ``{"rule", "epoch",
-    "why"}`` (the reason is printed too)."""
+    epoch of the final stage (``history``: :class:`~faircl.runs.history.EpochHistory`); the other epochs' checkpoints
+    are deleted. Returns its path and ``{"rule", "epoch", "why"}`` (the reason is printed too)."""
     selection = check_selection(yaml.safe_load((root / "selection.yaml").read_text()), str(root / "selection.yaml"))
-    history = root / "epochs.json"
-    epoch, why = pick_epoch(json.loads(history.read_text()) if history.is_file() else [], selection)
+    epoch, why = pick_epoch(history.final_epochs(), selection)
     files = {p: p.stem.removeprefix("epoch=") for p in ckpt_dir.glob("epoch=*.ckpt")}
     chosen = [p for p, e in files.items() if e == str(epoch)]
     if not chosen:
@@ -268,9 +244,9 @@ def _tail(path: Path, lines: int = 1) -> str:
     return (said[-1] if said else " | ".join(text[-lines:]))[:400]
 
 
-def run_tasks(tasks: list[RunTask], say=print, fresh: bool = False) -> list[str]:
-    """Run every task not done yet (a killed run's folder is cleared first); returns the failures' one-line
-    reasons. ``fresh``: each run in a new Python process instead of a fork of the pre-imported worker."""
+def run_tasks(tasks: list[RunTask], say=print, executor: Executor | None = None) -> list[str]:
+    """Run every task not done yet (a killed run's folder is cleared first) on ``executor`` (default: forked from
+    the pre-imported worker, :class:`~faircl.runs.executors.LocalPool`); returns the failures' one-line reasons."""
     todo = [t for t in tasks if not t.done]
     cached = len(tasks) - len(todo)
     if cached:
@@ -278,34 +254,34 @@ def run_tasks(tasks: list[RunTask], say=print, fresh: bool = False) -> list[str]
         say(f"faircl bench: {cached} of {len(tasks)} runs already done ({base} cached baseline runs), reused")
     if not todo:
         return []
-    if fresh:
-        return _run_all(todo, None, say)
-    return _run_all(todo, RunPool(BENCH_PRELOAD), say)
-
-
-def _run_all(todo: list[RunTask], pool: RunPool | None, say) -> list[str]:
-    failures, times, t0 = [], [], time.perf_counter()
-    env = {"FAIRCL_BENCH_PATH": os.getcwd()}
-    for i, task in enumerate(todo, 1):
+    executor = executor or LocalPool(BENCH_PRELOAD)
+    failures: list[str] = []
+    times: list[float] = []
+    t0 = last = time.perf_counter()
+    env = {"FAIRCL_RUN_PATH": os.getcwd()}
+    jobs = {}
+    for task in todo:
         task.prepare()
-        start = time.perf_counter()
-        log = task.folder / "run.log"
-        if pool is not None:
-            code = pool.run("faircl.bench.runner:run_one", (str(task.folder),), log=log, env=env)
-        else:
-            import subprocess
-            with open(log, "w") as fh:
-                code = subprocess.run([sys.executable, "-c", f"import sys; from faircl.bench.runner import run_one; "
-                                       f"sys.exit(run_one({str(task.folder)!r}))"], stdout=fh, stderr=fh,
-                                      env={**os.environ, **env}).returncode
-        took = time.perf_counter() - start
-        times.append(took)
-        left = (len(todo) - i) * sum(times) / len(times)
+        job = Job(f"{task.protocol.name} · {task.setting} · seed {task.seed}", "faircl.bench.runner:run_one",
+                  (str(task.folder),), task.folder, task.folder / "run.log", env)
+        jobs[id(job)] = (job, task)
+
+    def done(job: Job, code: int, info: dict[str, Any]) -> None:
+        nonlocal last
+        task = jobs[id(job)][1]
+        now = time.perf_counter()
+        times.append(now - last)
+        last = now
+        left = (len(todo) - len(times)) * sum(times) / len(times)
         where = "baseline, cached for reuse" if task.baseline else "method"
-        status = "ok" if code == 0 and task.done else f"FAILED (exit {code}): {_tail(log)}; log {log}"
-        say(f"faircl bench: [{i}/{len(todo)}] {task.protocol.name} · {task.setting} · seed {task.seed} ({where}): "
-            f"{status} in {took:.1f} s; about {left / 60:.1f} min left")
+        log = info.get("slurm_log") if code and info.get("slurm_log") else job.log
+        status = "ok" if code == 0 and task.done else f"FAILED (exit {code}): {_tail(job.log)}; log {log}"
+        job_id = f", job {info['job_id']}" if info.get("job_id") else ""
+        say(f"faircl bench: [{len(times)}/{len(todo)}] {job.name} ({where}{job_id}): {status} in {times[-1]:.1f} s; "
+            f"about {left / 60:.1f} min left")
         if status != "ok":
-            failures.append(f"{task.protocol.name} · {task.setting} · seed {task.seed}: {status}")
+            failures.append(f"{job.name}: {status}")
+
+    executor.run([job for job, _ in jobs.values()], done)
     say(f"faircl bench: {len(todo)} runs in {time.perf_counter() - t0:.1f} s")
     return failures

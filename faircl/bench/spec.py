@@ -65,7 +65,7 @@ from typing import Any, Union
 import yaml
 
 from faircl.bench.checkpoint_selection import check_selection
-from faircl.cli.config_files import CLIError
+from faircl.runs.user_error import UserError
 from faircl.data.locations import DATA_ENV, default_data_dir
 
 __all__ = ["Claim", "Protocol", "SUITES", "deep_merge", "file_keys", "load_suite", "suite_names"]
@@ -245,12 +245,12 @@ def _checked(cls: type, values: dict[str, Any], where: str, what: str) -> dict[s
     keys = [f.name for f in fields(cls) if f.metadata.get("in_file", True)]
     for key, value in values.items():
         if key not in hints:
-            raise CLIError(f"bench: {where}: unknown key {key!r} ({what} has the keys {', '.join(sorted(keys))})")
+            raise UserError(f"bench: {where}: unknown key {key!r} ({what} has the keys {', '.join(sorted(keys))})")
         if not _fits(value, hints[key]):
-            raise CLIError(f"bench: {where}: {key!r} must be {_expected(hints[key])}, got {value!r}")
+            raise UserError(f"bench: {where}: {key!r} must be {_expected(hints[key])}, got {value!r}")
     missing = [k for k in _required(cls) if k not in values]
     if missing:
-        raise CLIError(f"bench: {where} has no {missing[0]!r} ({what} needs {', '.join(_required(cls))})")
+        raise UserError(f"bench: {where} has no {missing[0]!r} ({what} needs {', '.join(_required(cls))})")
     return values
 
 
@@ -258,24 +258,24 @@ def _read(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
-        raise CLIError(f"bench: {path} is not valid YAML: {' '.join(str(err).split())}") from None
+        raise UserError(f"bench: {path} is not valid YAML: {' '.join(str(err).split())}") from None
     if not isinstance(data, dict):
-        raise CLIError(f"bench: {path} must hold a mapping (a protocol), not {type(data).__name__}")
+        raise UserError(f"bench: {path} must hold a mapping (a protocol), not {type(data).__name__}")
     unknown = sorted(set(data) - set(file_keys()))
     if unknown:
-        raise CLIError(f"bench: {path}: unknown key {unknown[0]!r} (a protocol has the keys {', '.join(file_keys())})")
+        raise UserError(f"bench: {path}: unknown key {unknown[0]!r} (a protocol has the keys {', '.join(file_keys())})")
     return data
 
 
 def _resolve(name: str, files: dict[str, Path], seen: tuple[str, ...] = ()) -> dict[str, Any]:
     if name in seen:
-        raise CLIError(f"bench: protocols extend each other in a cycle: {' -> '.join([*seen, name])}")
+        raise UserError(f"bench: protocols extend each other in a cycle: {' -> '.join([*seen, name])}")
     data = _read(files[name])
     parent = data.get("extends")
     if parent is None:
         return data
     if parent not in files:
-        raise CLIError(f"bench: {files[name]}: extends {parent!r}, which is not a protocol of the suite "
+        raise UserError(f"bench: {files[name]}: extends {parent!r}, which is not a protocol of the suite "
                        f"({', '.join(sorted(files))})")
     base = {k: v for k, v in _resolve(parent, files, (*seen, name)).items()
             if k not in ("control", "notes", "name", "on_request")}
@@ -289,19 +289,19 @@ def _resolve(name: str, files: dict[str, Path], seen: tuple[str, ...] = ()) -> d
 def _claim(path: Path, i: int, item: Any, baselines: dict[str, Any]) -> Claim:
     where = f"{path}: claims[{i}]"
     if not isinstance(item, dict):
-        raise CLIError(f"bench: {where} must be a mapping {{gap, baseline, ...}}, got {item!r}")
+        raise UserError(f"bench: {where} must be a mapping {{gap, baseline, ...}}, got {item!r}")
     named = [k for k in ("gap", "score", "statistic") if k in item]
     if len(named) != 1:
-        raise CLIError(f"bench: {where} needs one of 'gap' (a metric of the rows), 'score' (an item-level score of "
+        raise UserError(f"bench: {where} needs one of 'gap' (a metric of the rows), 'score' (an item-level score of "
                        "the embeddings suite) or 'statistic' (a scalar of the test report with no attribute, e.g. "
                        f"cluster_dominance), got {item!r}")
     c = _checked(Claim, {**item, "gap": item[named[0]]}, where, "a claim")
     if c["baseline"] not in baselines:
-        raise CLIError(f"bench: {where} names baseline {c['baseline']!r}, not one of {sorted(baselines)}")
+        raise UserError(f"bench: {where} names baseline {c['baseline']!r}, not one of {sorted(baselines)}")
     if "score" in c and c["score"] not in ITEM_SCORES:
-        raise CLIError(f"bench: {where}: score {c['score']!r} is not one of {list(ITEM_SCORES)}")
+        raise UserError(f"bench: {where}: score {c['score']!r} is not one of {list(ITEM_SCORES)}")
     if "statistic" in c and not c["statistic"].isidentifier():
-        raise CLIError(f"bench: {where}: statistic must name a scalar of the test report (e.g. cluster_dominance), "
+        raise UserError(f"bench: {where}: statistic must name a scalar of the test report (e.g. cluster_dominance), "
                        f"got {c['statistic']!r}")
     return Claim(**c)
 
@@ -310,7 +310,7 @@ def _protocol(name: str, suite: str, files: dict[str, Path], quick: bool) -> Pro
     path = files[name]
     raw = _resolve(name, files)
     if raw.get("name", name) != name:
-        raise CLIError(f"bench: {path} says name: {raw['name']!r}; a protocol's name is its file name ({name!r})")
+        raise UserError(f"bench: {path} says name: {raw['name']!r}; a protocol's name is its file name ({name!r})")
     if quick and isinstance(raw.get("quick"), dict):
         raw = deep_merge(raw, raw["quick"])
     raw.pop("quick", None)
@@ -320,30 +320,30 @@ def _protocol(name: str, suite: str, files: dict[str, Path], quick: bool) -> Pro
     values = _checked(Protocol, values, str(path), "a protocol")
     # what the types cannot say
     if "class_path" not in values["data"]:
-        raise CLIError(f"bench: {path}: 'data' must be {{class_path: <datamodule>, init_args: {{...}}}}")
+        raise UserError(f"bench: {path}: 'data' must be {{class_path: <datamodule>, init_args: {{...}}}}")
     if not values["baselines"] or not all(isinstance(b, dict) and "class_path" in b
                                           for b in values["baselines"].values()):
-        raise CLIError(f"bench: {path}: 'baselines' must map names to {{class_path: <method>, init_args: ...}}")
+        raise UserError(f"bench: {path}: 'baselines' must map names to {{class_path: <method>, init_args: ...}}")
     if not values["claims"]:
-        raise CLIError(f"bench: {path}: 'claims' must be a non-empty list of {{gap, baseline, ...}}")
+        raise UserError(f"bench: {path}: 'claims' must be a non-empty list of {{gap, baseline, ...}}")
     scores = [c["score"] for c in values["claims"] if isinstance(c, dict) and c.get("score")]
     if scores and "evaluate" not in values:
-        raise CLIError(f"bench: {path}: claims on {scores} need an 'evaluate' block (the bias sets' subset sizes; "
+        raise UserError(f"bench: {path}: claims on {scores} need an 'evaluate' block (the bias sets' subset sizes; "
                        "{} for all items)")
     unknown = sorted(set(values.get("evaluate") or {}) - set(EVALUATE_DEFAULTS))
     if unknown:
-        raise CLIError(f"bench: {path}: 'evaluate' must be a mapping of {', '.join(EVALUATE_DEFAULTS)}; unknown "
+        raise UserError(f"bench: {path}: 'evaluate' must be a mapping of {', '.join(EVALUATE_DEFAULTS)}; unknown "
                        f"key {unknown[0]!r}")
     rows_arg = values.get("test_rows")
     if rows_arg is not None and not isinstance(values["data"].get("init_args", {}).get(rows_arg), int):
-        raise CLIError(f"bench: {path}: 'test_rows' must name an integer argument of data.init_args (e.g. n_test), "
+        raise UserError(f"bench: {path}: 'test_rows' must name an integer argument of data.init_args (e.g. n_test), "
                        f"got {rows_arg!r}")
     effect = values.get("smallest_effect")
     if effect is not None and not (0 < effect < 1 and values.get("smallest_effect_reason", "").strip()):
-        raise CLIError(f"bench: {path}: 'smallest_effect' must be a fraction in (0, 1) (0.02 = 2 points) with its "
+        raise UserError(f"bench: {path}: 'smallest_effect' must be a fraction in (0, 1) (0.02 = 2 points) with its "
                        f"'smallest_effect_reason', got {effect!r}")
     if "applies_to" in values and not values["applies_to"]:
-        raise CLIError(f"bench: {path}: 'applies_to' must name a method class or a list of them")
+        raise UserError(f"bench: {path}: 'applies_to' must name a method class or a list of them")
     return Protocol(**{
         **values, "name": name, "suite": suite, "quick": quick, "source": str(path), "raw": raw,
         "title": values.get("title", name), "notes": values.get("notes", "").strip(),
@@ -360,7 +360,7 @@ def load_suite(suite: str, quick: bool = False) -> list[Protocol]:
     if not (folder.is_dir() and any(folder.glob("*.yaml"))):
         folder = _protocol_dir() / suite
         if not folder.is_dir():
-            raise CLIError(f"bench: no suite {suite!r}; the suites are {', '.join(suite_names())} (faircl bench "
+            raise UserError(f"bench: no suite {suite!r}; the suites are {', '.join(suite_names())} (faircl bench "
                            "--list), or give a folder of protocol .yaml files")
     files = {p.stem: p for p in sorted(folder.glob("*.yaml"))}
     name = folder.name

@@ -1,5 +1,5 @@
-"""The ``faircl`` command (``faircl fit|validate|test|predict|configs|export|findml``); see :mod:`faircl.cli.dispatch`
-and :mod:`faircl.cli.app`.
+"""The ``faircl`` command, every sub-command an argv front end (:mod:`faircl.cli.dispatch`); the runs they start
+are :mod:`faircl.runs`'s.
 
 Importing this package loads neither torch nor Lightning: ``FairCLI``, ``run_cli``, ``find_checkpoint`` and the
 other names below are imported on first use.
@@ -11,12 +11,17 @@ import importlib
 from typing import Any
 
 from faircl.cli.dispatch import main
-from faircl.cli.config_files import CLIError, resolve_config, shipped_configs
+from faircl.runs.config_files import resolve_config, shipped_configs
+from faircl.runs.user_error import UserError
 
-_LAZY = {"FairCLI": "faircl.cli.app", "check_names": "faircl.cli.app", "datamodules": "faircl.cli.app",
-         "run_cli": "faircl.cli.app", "find_checkpoint": "faircl.cli.checkpoint_lookup"}
+#: the former name of :class:`~faircl.runs.user_error.UserError`
+CLIError = UserError
 
-__all__ = ["CLIError", "FairCLI", "check_names", "datamodules", "find_checkpoint", "main", "resolve_config",
+_LAZY = {"FairCLI": "faircl.runs.lightning_cli", "check_names": "faircl.runs.lightning_cli",
+         "datamodules": "faircl.runs.lightning_cli", "run_cli": "faircl.runs.lightning_cli",
+         "find_checkpoint": "faircl.runs.checkpoint_lookup"}
+
+__all__ = ["CLIError", "FairCLI", "UserError", "check_names", "datamodules", "find_checkpoint", "main", "resolve_config",
            "run_cli", "shipped_configs"]
 
 

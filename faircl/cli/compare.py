@@ -2,7 +2,7 @@
 claims against a baseline, decided as the benchmarks decide them.
 
 Every ``report.json`` under the given folders is a run (a ``faircl test`` run folder, or a trial of ``faircl sweep``:
-only trials that finished count), read by :func:`faircl.eval.run_folders.read_run`. Its seed and settings are those
+only trials that finished count), read by :func:`faircl.runs.folders.read_run`. Its seed and settings are those
 of the fit that made its checkpoint (the report's ``meta.fit``, copied by ``faircl test`` from the checkpoint; for
 older folders the fit's ``config.yaml`` beside the checkpoint), the validation metrics of that checkpoint come from
 the sweep's ``result.json`` or the fit run's ``metrics.csv``. Runs with the same configuration but for the seed form one setting, named by what differs; runs of
@@ -40,11 +40,11 @@ from typing import Any, Optional
 
 import yaml
 
-from faircl.cli.config_files import CLIError
+from faircl.runs.user_error import UserError
 from faircl.eval.baseline import baseline_evidence
 from faircl.eval.report import mark
 from faircl.eval.row_predictions import data_identity
-from faircl.eval.run_folders import read_run, run_files_without_report
+from faircl.runs.folders import read_run, run_files_without_report
 from faircl.eval.tradeoff import (Run, Setting, front_mask, group_runs, metric_columns, parse_constraint, plot_front,
                                   select, setting_labels)
 from faircl.eval.verdicts import VERDICT_HEADER, decide, verdict_row
@@ -70,7 +70,7 @@ def _data_sets(runs: list[Run]) -> None:
             return f"{str(d.get('data', 'unknown data')).strip(chr(39))}({args})"
 
         told = "; ".join(f"{name(k)}: {len(v)} run(s), e.g. {v[0].path}" for k, v in sets.items())
-        raise CLIError(f"compare: the runs come from {len(sets)} data sets ({told}); a front, a selection and "
+        raise UserError(f"compare: the runs come from {len(sets)} data sets ({told}); a front, a selection and "
                        "baseline claims need one data set: compare each data set's runs separately")
 
 
@@ -101,7 +101,7 @@ def collect(folders: list[str]) -> tuple[list[Run], list[str], dict[str, str]]:
     for folder in folders:
         root = Path(folder)
         if not root.exists():
-            raise CLIError(f"compare: no such folder {folder!r}")
+            raise UserError(f"compare: no such folder {folder!r}")
         reports = [root] if root.is_file() else sorted(root.rglob("report.json"))
         found, dropped = 0, []
         for rep in reports:
@@ -127,7 +127,7 @@ def collect(folders: list[str]) -> tuple[list[Run], list[str], dict[str, str]]:
         if not found:
             told = (f"; left out {len(dropped)}, e.g. {dropped[0]}: {left_out[dropped[0]]}" if dropped else
                     " (no report.json of a `faircl test` run or of a finished sweep trial)")
-            raise CLIError(f"compare: {folder!r} holds no finished run of trained weights{told}")
+            raise UserError(f"compare: {folder!r} holds no finished run of trained weights{told}")
     notes += _left_out_notes(left_out)
     _data_sets(runs)
     guessed = [r for r in runs if not r.source.startswith(("fit record", "fit config"))]
@@ -207,22 +207,22 @@ def _parser():
     return p
 
 
-def _usage_error(err: Exception) -> CLIError:
+def _usage_error(err: Exception) -> UserError:
     """The parser's error as one line: the option, the value given and what it expects."""
     text = " ".join(str(err).split()) if 'Parser key "' not in str(err) else str(err)
     missing = re.fullmatch(r"the following arguments are required: (.*)", text)
     if missing:
         names = ["FOLDER... (the run or sweep folders)" if n == "folders" else f"--{n.replace('_', '-')}"
                  for n in missing.group(1).split(", ")]
-        return CLIError(f"compare: missing {', '.join(names)} (faircl compare --help)")
+        return UserError(f"compare: missing {', '.join(names)} (faircl compare --help)")
     key = re.search(r'Parser key "([^"]+)"', text)
     if key is None:
-        return CLIError(f"compare: {text} (faircl compare --help)")
+        return UserError(f"compare: {text} (faircl compare --help)")
     given = re.search(r"(?:Got value|Given value): (.*)", text)
     wanted = [t for t in re.findall(r"<class '(\w+)'>", text) if t != "NoneType"]
     what = {"float": "a number", "int": "a whole number"}.get(wanted[0], wanted[0]) if wanted else "another value"
     option = "--" + key.group(1).replace("_", "-")
-    return CLIError(f"compare {option} {given.group(1).strip() if given else ''}: expected {what}")
+    return UserError(f"compare {option} {given.group(1).strip() if given else ''}: expected {what}")
 
 
 def _mean_sd(s: Setting, metric: str) -> str:
@@ -288,19 +288,19 @@ def _find_baseline(spec: str, settings: list[Setting], runs_of_baseline: list[Ru
     if runs_of_baseline is not None:
         names = {r.setting for r in runs_of_baseline}
         if len(names) != 1:
-            raise CLIError(f"--baseline {spec}: its runs form {len(names)} settings; name one folder of one setting")
+            raise UserError(f"--baseline {spec}: its runs form {len(names)} settings; name one folder of one setting")
         return next(s for s in settings if s.name in names)
     wanted = {}
     for item in spec.split(","):
         k, eq, v = item.partition("=")
         if not eq:
-            raise CLIError(f"--baseline {spec}: expected a folder or KEY=VALUE[,KEY=VALUE]")
+            raise UserError(f"--baseline {spec}: expected a folder or KEY=VALUE[,KEY=VALUE]")
         wanted[k.strip().removeprefix("--")] = yaml.safe_load(v)
     match = [s for s in settings if all(k in s.runs[0].config and (s.runs[0].config[k] == v or
                                                                   str(s.runs[0].config[k]) == str(v))
                                         for k, v in wanted.items())]
     if len(match) != 1:
-        raise CLIError(f"--baseline {spec}: matches {len(match)} settings, expected exactly one")
+        raise UserError(f"--baseline {spec}: matches {len(match)} settings, expected exactly one")
     return match[0]
 
 
@@ -315,20 +315,20 @@ def compare(argv: list[str]) -> int:
     try:
         constraints = [parse_constraint(c) for c in opts.select]
     except ValueError as err:
-        raise CLIError(str(err)) from None
+        raise UserError(str(err)) from None
     if opts.minimise and opts.maximise:
-        raise CLIError("--minimise and --maximise exclude each other")
+        raise UserError("--minimise and --maximise exclude each other")
     for flag, value in (("--paper-effect", opts.paper_effect), ("--leakage-paper-effect", opts.leakage_paper_effect)):
         if value is not None and not -1 <= value <= 1:
-            raise CLIError(f"{flag} {value:g}: give the change as a fraction (-0.045 for 4.5 points less)")
+            raise UserError(f"{flag} {value:g}: give the change as a fraction (-0.045 for 4.5 points less)")
     for flag, value in (("--bootstrap", opts.bootstrap), ("--permutations", opts.permutations)):
         if value < 100:
-            raise CLIError(f"{flag} must be at least 100, got {value}")
+            raise UserError(f"{flag} must be at least 100, got {value}")
     if not 0 <= opts.margin < 1:
-        raise CLIError(f"--margin {opts.margin:g}: give the utility margin as a fraction in [0, 1) (0.02 = 2 points)")
+        raise UserError(f"--margin {opts.margin:g}: give the utility margin as a fraction in [0, 1) (0.02 = 2 points)")
     out = Path(opts.out)
     if out.exists() and (out / "compare.json").exists() and not opts.overwrite:
-        raise CLIError(f"{str(out)!r} already holds the outputs of a compare; pass --overwrite or another --out")
+        raise UserError(f"{str(out)!r} already holds the outputs of a compare; pass --overwrite or another --out")
     folders = list(opts.folders)
     baseline_dir = opts.baseline if opts.baseline and Path(opts.baseline).exists() else None
     runs, notes, left_out = collect(folders + ([baseline_dir] if baseline_dir and baseline_dir not in folders else []))
@@ -342,7 +342,7 @@ def compare(argv: list[str]) -> int:
     known = set(columns) | {k for r in runs for k in r.test}
     for name in [opts.gap, opts.minimise, opts.maximise, *[c[0] for c in constraints]]:
         if name and name not in known:
-            raise CLIError(f"compare: no run reports {name!r}; reported: {', '.join(columns)}")
+            raise UserError(f"compare: no run reports {name!r}; reported: {', '.join(columns)}")
     split = opts.split or ("val" if all(r.val for r in runs) else "test")
     target = opts.maximise or opts.minimise or opts.gap
     selected = {"DTO": select(settings, split, "dto"), "balanced DTO": select(settings, split, "balanced_dto")}
@@ -409,7 +409,7 @@ def compare(argv: list[str]) -> int:
                                        leakage_paper_effect=opts.leakage_paper_effect, n_bootstrap=opts.bootstrap,
                                        n_permutations=opts.permutations)
         except ValueError as err:
-            raise CLIError(f"compare --baseline: {err}") from None
+            raise UserError(f"compare --baseline: {err}") from None
         undecided = _too_few_seeds(result, labels)
         result.verdicts = decide(result.evidence, margin=opts.margin) if result.evidence else []
         (out / "baseline.md").write_text(_baseline_md(baseline, labels, varied, columns, result, undecided))

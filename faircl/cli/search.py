@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from faircl.cli.config_files import CLIError
+from faircl.runs.user_error import UserError
 
 ROOTS = ("model", "data", "trainer")
 #: model arguments the CLI links from the datamodule: not searchable
@@ -68,33 +68,33 @@ def _number(text: str, spec: str, what: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise CLIError(f"--search {spec}: {what} {text!r} is not a number") from None
+        raise UserError(f"--search {spec}: {what} {text!r} is not a number") from None
     if not math.isfinite(value):
-        raise CLIError(f"--search {spec}: {what} must be finite, got {text!r}")
+        raise UserError(f"--search {spec}: {what} must be finite, got {text!r}")
     return value
 
 
 def parse_search(spec: str) -> Param:
-    """``PATH=RANGE`` → ``Param``; a malformed range is a one-line ``CLIError``."""
+    """``PATH=RANGE`` → ``Param``; a malformed range is a one-line ``UserError``."""
     usage = ("expected PATH=LOW:HIGH, PATH=LOW:HIGH:STEP, PATH=log:LOW:HIGH, PATH=int:LOW:HIGH, PATH=int:log:LOW:HIGH "
              "or PATH=choice:A,B,...")
     path, eq, rng = spec.partition("=")
     path = path.strip().removeprefix("--")
     if not eq or not path or not rng:
-        raise CLIError(f"--search {spec}: {usage}")
+        raise UserError(f"--search {spec}: {usage}")
     parts = path.split(".")
     if parts[0] not in ROOTS or len(parts) < 2 or not all(parts):
-        raise CLIError(f"--search {spec}: the path must start with model., data. or trainer. (e.g. model.lambda_fair)")
+        raise UserError(f"--search {spec}: the path must start with model., data. or trainer. (e.g. model.lambda_fair)")
     if len(parts) > 2 and parts[1] == "init_args":
         path = ".".join([parts[0], *parts[2:]])
     fields = rng.split(":")
     if fields[0] == "choice":
         items = ":".join(fields[1:]).split(",")
         if not items or any(not i.strip() for i in items):
-            raise CLIError(f"--search {spec}: a choice needs values separated by commas (choice:A,B)")
+            raise UserError(f"--search {spec}: a choice needs values separated by commas (choice:A,B)")
         values = tuple(yaml.safe_load(i.strip()) for i in items)
         if len(set(map(repr, values))) != len(values):
-            raise CLIError(f"--search {spec}: the choices repeat a value")
+            raise UserError(f"--search {spec}: the choices repeat a value")
         return Param(path, "choice", choices=values)
     kind, log = "float", False
     if fields[0] == "int":
@@ -102,19 +102,19 @@ def parse_search(spec: str) -> Param:
     if fields and fields[0] == "log":
         log, fields = True, fields[1:]
     if len(fields) not in (2, 3) or (len(fields) == 3 and (log or kind == "int")):
-        raise CLIError(f"--search {spec}: {usage}")
+        raise UserError(f"--search {spec}: {usage}")
     low, high = _number(fields[0], spec, "LOW"), _number(fields[1], spec, "HIGH")
     if not low < high:
-        raise CLIError(f"--search {spec}: LOW must be below HIGH, got {fields[0]} and {fields[1]}")
+        raise UserError(f"--search {spec}: LOW must be below HIGH, got {fields[0]} and {fields[1]}")
     if kind == "int" and (low != int(low) or high != int(high)):
-        raise CLIError(f"--search {spec}: an int range needs whole-number bounds")
+        raise UserError(f"--search {spec}: an int range needs whole-number bounds")
     if log and low <= 0:
-        raise CLIError(f"--search {spec}: a log range needs LOW > 0, got {fields[0]}")
+        raise UserError(f"--search {spec}: a log range needs LOW > 0, got {fields[0]}")
     step = None
     if len(fields) == 3:
         step = _number(fields[2], spec, "STEP")
         if step <= 0 or step > high - low:
-            raise CLIError(f"--search {spec}: STEP must be in (0, HIGH - LOW], got {fields[2]}")
+            raise UserError(f"--search {spec}: STEP must be in (0, HIGH - LOW], got {fields[2]}")
     return Param(path, kind, low=low, high=high, log=log, step=step)
 
 
@@ -124,12 +124,12 @@ def parse_objectives(text: str) -> list[tuple[str, str]]:
     for item in (t.strip() for t in text.split(",")):
         name, colon, direction = item.rpartition(":")
         if not colon or not name or direction not in ("max", "min", "maximize", "minimize"):
-            raise CLIError(f"--objectives {text}: each objective is METRIC:max or METRIC:min, got {item!r}")
+            raise UserError(f"--objectives {text}: each objective is METRIC:max or METRIC:min, got {item!r}")
         if not name.startswith("val/"):
-            raise CLIError(f"--objectives {text}: {name!r} is not a validation metric; the study selects on "
+            raise UserError(f"--objectives {text}: {name!r} is not a validation metric; the study selects on "
                            "validation metrics (val/...), `faircl compare` reports the test numbers")
         if name in (n for n, _ in out):
-            raise CLIError(f"--objectives {text}: {name!r} is given twice")
+            raise UserError(f"--objectives {text}: {name!r} is given twice")
         out.append((name, "maximize" if direction.startswith("max") else "minimize"))
     return out
 
@@ -158,7 +158,7 @@ def check_paths(params: list[Param], model: Any, datamodule: Any, trainer_cls: t
         root, name = p.path.split(".")[:2]
         if name not in known[root]:
             linked = " (linked from the datamodule, not searchable)" if name in LINKED and root == "model" else ""
-            raise CLIError(f"--search {p.path}: {owners[root]} has no argument {name!r}{linked}; its arguments: "
+            raise UserError(f"--search {p.path}: {owners[root]} has no argument {name!r}{linked}; its arguments: "
                            f"{', '.join(known[root])}")
 
 

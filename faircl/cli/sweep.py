@@ -5,7 +5,7 @@
 
 Each trial samples the searched arguments with Optuna's sampler (``--sampler``, default Optuna's: TPE for one
 objective, NSGA-II for several) and runs, for every seed, ``faircl fit`` then ``faircl test --ckpt_path best`` in a
-child process (``faircl.cli.trial``) whose run folder ``<out>/trials/trial_<nnnn>/seed_<s>/lightning_logs/...``
+child process (:func:`faircl.cli.trial.run_seed`) whose run folder ``<out>/trials/trial_<nnnn>/seed_<s>/lightning_logs/...``
 (``trial_0000/seed_0``: the trial number in four digits) holds exactly what those commands write (config, checkpoints,
 metrics, report). The objective values are the validation metrics of the selected (best) checkpoint, averaged over the
 seeds; their per-seed values and standard deviation are kept as trial attributes and in ``trial.json``. One
@@ -31,9 +31,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,21 +44,21 @@ import numpy as np
 import optuna
 import sqlalchemy.exc
 from jsonargparse import ArgumentParser, Namespace
-from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.trial import TrialState
 
-from faircl.cli.app import run_cli
-from faircl.cli.config_files import CLIError
+from faircl.runs.lightning_cli import run_cli
+from faircl.runs.user_error import UserError
+from faircl.cli.study import PRUNED_EXIT, build_pruner, open_storage, safe_url
 from faircl.cli.search import Param, check_paths, override, parse_objectives, parse_search
-from faircl.cli.run_pool import RunPool, needs_fresh_process
+from faircl.runs.executors import FreshProcesses, Job, LocalPool
+from faircl.runs.folders import read_record
+from faircl.runs.pool import PRELOAD, needs_fresh_process
 from faircl.data.base import FairDataModule
 from faircl.methods.base import FairModule
 
 SAMPLERS = {"tpe": optuna.samplers.TPESampler, "random": optuna.samplers.RandomSampler,
             "nsga2": optuna.samplers.NSGAIISampler, "qmc": optuna.samplers.QMCSampler,
             "gp": optuna.samplers.GPSampler}
-PRUNED_EXIT = 3  # a trial child process that was pruned
-WORKER_ENV = "FAIRCL_SWEEP_WORKER"  # the worker's process id, for the trial process to follow it
 #: a worker gives up after this many failed trials in a row (a broken setting, not bad luck)
 MAX_FAILURES_IN_A_ROW = 3
 DEFINITION = ("fit_args", "search", "objectives", "seeds", "sampler", "pruner")
@@ -71,22 +69,6 @@ class TrialFailed(Exception):
 
 
 # ---------------------------------------------------------------------------------------------------- storage
-def open_storage(url: str, heartbeat: int | None = None) -> RDBStorage:
-    """Optuna's RDB storage (SQLite files wait up to a minute for a lock held by another worker).
-
-    With ``heartbeat`` (seconds) a running trial that stops beating for twice as long is failed and retried."""
-    kwargs: dict[str, Any] = {"engine_kwargs": {"connect_args": {"timeout": 60}}} if url.startswith("sqlite") else {}
-    if heartbeat:
-        kwargs.update(heartbeat_interval=heartbeat, grace_period=2 * heartbeat,
-                      heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=3))
-    try:
-        return RDBStorage(url, **kwargs)
-    except ImportError as err:
-        cause = err.__cause__ or err
-        raise CLIError(f"--storage {_safe_url(url)}: no database driver for it ({cause}); install one and name it in "
-                       "the URL, e.g. pip install psycopg2-binary and postgresql+psycopg2://...") from None
-
-
 def _create_study(out: Path, storage_url: str, heartbeat: int, **kwargs: Any) -> optuna.Study:
     """Create or load the study. Workers starting together on a new database would race to create its tables: on
     this machine they take turns (a lock file in the sweep folder); across machines a failed attempt is retried."""
@@ -106,13 +88,6 @@ def _create_study(out: Path, storage_url: str, heartbeat: int, **kwargs: Any) ->
                     raise
                 time.sleep(1 + attempt)
     raise AssertionError("unreachable")
-
-
-def build_pruner(name: str) -> optuna.pruners.BasePruner:
-    """``median`` (Optuna's MedianPruner after 2 trials and 1 epoch) or ``none``."""
-    if name == "median":
-        return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=1)
-    return optuna.pruners.NopPruner()
 
 
 # ---------------------------------------------------------------------------------------------------- arguments
@@ -164,10 +139,10 @@ def _seeds(text: str | None) -> list[int]:
     try:
         values = [int(t) for t in text.split(",")]
     except ValueError:
-        raise CLIError(f"--seeds {text}: expected a count (3) or a list of seeds (0,5,7)") from None
+        raise UserError(f"--seeds {text}: expected a count (3) or a list of seeds (0,5,7)") from None
     seeds = list(range(values[0])) if len(values) == 1 else values
     if not seeds or values[0] < 0 or len(set(seeds)) != len(seeds):
-        raise CLIError(f"--seeds {text}: expected a count >= 1 or distinct seeds")
+        raise UserError(f"--seeds {text}: expected a count >= 1 or distinct seeds")
     return seeds
 
 
@@ -183,15 +158,15 @@ def _default_out(fit_args: list[str]) -> Path:
 def _definition(opts: Namespace, fit_args: list[str]) -> dict[str, Any]:
     for bad in ("--ckpt_path", "--seed_everything", "--trainer.default_root_dir"):
         if any(a == bad or a.startswith(bad + "=") for a in fit_args):
-            raise CLIError(f"{bad} is set by the sweep for every trial (use --seeds for seeds, --out for the folder)")
+            raise UserError(f"{bad} is set by the sweep for every trial (use --seeds for seeds, --out for the folder)")
     if not opts.search:
-        raise CLIError("faircl sweep needs at least one --search PATH=RANGE (e.g. model.lambda_fair=log:0.01:10)")
+        raise UserError("faircl sweep needs at least one --search PATH=RANGE (e.g. model.lambda_fair=log:0.01:10)")
     params = [parse_search(s) for s in opts.search]
     if len({p.path for p in params}) != len(params):
-        raise CLIError("--search: a path is given twice")
+        raise UserError("--search: a path is given twice")
     objectives = parse_objectives(opts.objectives or "val/accuracy:max")
     if opts.pruner == "median" and len(objectives) > 1:
-        raise CLIError("--pruner median: Optuna prunes single-objective studies only")
+        raise UserError("--pruner median: Optuna prunes single-objective studies only")
     return {"fit_args": fit_args, "search": [p.to_dict() for p in params], "objectives": objectives,
             "seeds": _seeds(opts.seeds), "sampler": opts.sampler,
             "pruner": opts.pruner or ("median" if len(objectives) == 1 else "none")}
@@ -255,7 +230,7 @@ def preflight(definition: dict[str, Any], out: Path) -> None:
     logged = sorted(k for k in cli.trainer.callback_metrics if k.startswith("val/"))
     for name, _ in definition["objectives"]:
         if name not in logged:
-            raise CLIError(f"--objectives: {type(cli.model).__name__} on {type(cli.datamodule).__name__} never logs "
+            raise UserError(f"--objectives: {type(cli.model).__name__} on {type(cli.datamodule).__name__} never logs "
                            f"{name!r}; its validation metrics: {', '.join(logged) or 'none'}")
 
 
@@ -268,8 +243,10 @@ class Worker:
         self.study, self.definition, self.out, self.storage_url = study, definition, out, storage_url
         self.params = [Param.from_dict(d) for d in definition["search"]]
         self.failures, self.trials = 0, trials
-        self.fresh = needs_fresh_process(definition["fit_args"])  # else each run is forked from self.pool
-        self.pool = RunPool()
+        # a multi-process trial is a fresh process (Lightning's launcher re-runs its command line); else each seed is
+        # forked from the worker's pre-imported server: start-up is paid once per worker
+        self.executor = (FreshProcesses() if needs_fresh_process(definition["fit_args"])
+                         else LocalPool((*PRELOAD, "faircl.cli.trial")))
 
     def objective(self, trial: optuna.Trial) -> float | tuple[float, ...]:
         values = {p.path: p.suggest(trial) for p in self.params}
@@ -288,29 +265,22 @@ class Worker:
                                                                   else ""), file=sys.stderr, flush=True)
         results = []
         for index, seed in enumerate(spec["seeds"]):
-            log, proc = trial_dir / f"seed_{seed}.log", None
+            log, folder = trial_dir / f"seed_{seed}.log", trial_dir / f"seed_{seed}"
+            job = Job(f"trial {trial.number} · seed {seed}", "faircl.cli.trial:run_seed", (str(trial_dir), str(index)),
+                      folder, log)
+            codes: list[int] = []
             try:
-                if self.fresh:  # a multi-process trial: Lightning's launcher re-runs the trial's command line
-                    with log.open("w") as fh:
-                        proc = subprocess.Popen([sys.executable, "-m", "faircl.cli.trial", str(trial_dir),
-                                                 str(index)], stdout=fh, stderr=subprocess.STDOUT,
-                                                env={**os.environ, WORKER_ENV: str(os.getpid())})
-                        code = proc.wait()
-                else:  # forked from the worker's pre-imported server: start-up is paid once per worker
-                    code = self.pool.run("faircl.cli.trial:pooled_seed", (str(trial_dir), index), log=log,
-                                         env={WORKER_ENV: str(os.getpid())})
+                self.executor.run([job], lambda _job, code, _info: codes.append(code))
             except KeyboardInterrupt:
-                if proc is not None:
-                    proc.kill()
                 self.study.enqueue_trial(values, user_attrs={"retry_of": trial.number}, skip_if_exists=False)
                 raise
-            result_file = trial_dir / f"seed_{seed}" / "result.json"
+            code, record = codes[0], read_record(folder)
             if code == PRUNED_EXIT:
                 raise optuna.TrialPruned(f"trial {trial.number} pruned (seed {seed}); log: {log}")
-            if code != 0 or not result_file.is_file():
+            if code != 0 or record is None or record.get("state") != "complete":
                 tail = " | ".join(log.read_text().strip().splitlines()[-3:]) if log.is_file() else ""
                 raise TrialFailed(f"trial {trial.number}, seed {seed}: exit status {code}; see {log}: {tail}")
-            results.append(json.loads(result_file.read_text()))
+            results.append(record)
         return self._finish(trial, values, results, retry_of)
 
     def _finish(self, trial: optuna.Trial, values: dict[str, Any], results: list[dict[str, Any]],
@@ -372,11 +342,6 @@ def _stored_sweep(storage_url: str, study_name: str) -> dict[str, Any] | None:
     return study.user_attrs.get("faircl_sweep")
 
 
-def _safe_url(url: str) -> str:
-    """A database URL without its password, for messages."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
-
-
 def _summary(study: optuna.Study, definition: dict[str, Any], out: Path) -> None:
     trials = study.get_trials(deepcopy=False)
     counts = {s.name.lower(): sum(t.state == s for t in trials) for s in TrialState}
@@ -407,14 +372,14 @@ def sweep(argv: list[str]) -> int:
     opts = parser.parse_args(argv)
     fit_args = parser.fit_args
     if opts.trials is not None and opts.trials < 1:
-        raise CLIError(f"--trials must be >= 1, got {opts.trials}")
+        raise UserError(f"--trials must be >= 1, got {opts.trials}")
     if opts.heartbeat is not None and opts.heartbeat < 1:
-        raise CLIError(f"--heartbeat must be >= 1 second, got {opts.heartbeat}")
+        raise UserError(f"--heartbeat must be >= 1 second, got {opts.heartbeat}")
     out = Path(opts.out) if opts.out else _default_out(fit_args)
     saved_file = out / "sweep.json"
     saved = json.loads(saved_file.read_text()) if saved_file.is_file() else None
     if saved is not None and not opts.resume:
-        raise CLIError(f"{str(out)!r} already holds a sweep; pass --resume to continue it or to add a worker, or "
+        raise UserError(f"{str(out)!r} already holds a sweep; pass --resume to continue it or to add a worker, or "
                        "choose another --out")
     storage_url = opts.storage or (saved or {}).get("storage") or f"sqlite:///{(out / 'study.db').resolve()}"
     study_name = opts.study or (saved or {}).get("study") or out.resolve().name
@@ -422,13 +387,13 @@ def sweep(argv: list[str]) -> int:
         # a worker on another machine: the definition is stored with the study
         saved = _stored_sweep(storage_url, study_name) if opts.storage else None
         if saved is None and not (opts.storage and _given(opts, fit_args)):
-            where = f"study {study_name!r} in {_safe_url(storage_url)}" if opts.storage else "sweep.json"
-            raise CLIError(f"--resume: {str(out)!r} holds no sweep (no {where}); check --out, or start the sweep "
+            where = f"study {study_name!r} in {safe_url(storage_url)}" if opts.storage else "sweep.json"
+            raise UserError(f"--resume: {str(out)!r} holds no sweep (no {where}); check --out, or start the sweep "
                            "without --resume")
     trials = opts.trials or (saved or {}).get("trials") or 20  # a worker on another machine: the study's budget
     heartbeat = int((saved or {}).get("heartbeat") or opts.heartbeat or 30)
     if saved is not None and opts.heartbeat is not None and opts.heartbeat != heartbeat:
-        raise CLIError(f"--heartbeat {opts.heartbeat}: the sweep in {str(out)!r} beats every {heartbeat} s (stored "
+        raise UserError(f"--heartbeat {opts.heartbeat}: the sweep in {str(out)!r} beats every {heartbeat} s (stored "
                        "with the study, so that workers judge each other alike); resume without --heartbeat")
     if saved is not None and not _given(opts, fit_args):
         definition = {k: saved[k] for k in DEFINITION}
@@ -437,7 +402,7 @@ def sweep(argv: list[str]) -> int:
         definition["objectives"] = [list(o) for o in definition["objectives"]]
         if saved is not None and any(definition[k] != saved[k] for k in DEFINITION):
             differ = [k for k in DEFINITION if definition[k] != saved[k]]
-            raise CLIError(f"--resume: the given {', '.join(differ)} differ from the sweep in {str(out)!r}; resume "
+            raise UserError(f"--resume: the given {', '.join(differ)} differ from the sweep in {str(out)!r}; resume "
                            "with `faircl sweep --out DIR --resume` alone (its stored definition) or use another --out")
     if saved is None:  # a stored definition passed these checks when its sweep began
         preflight(definition, out)

@@ -1,5 +1,5 @@
 """Claims against a baseline from ``faircl test`` runs: "setting S lowers the gap of the baseline at little utility
-cost". :func:`baseline_evidence` builds each claim's evidence from the runs (read by :mod:`faircl.eval.run_folders`);
+cost". :func:`baseline_evidence` builds each claim's evidence from the runs (read by :mod:`faircl.runs.folders`);
 :func:`faircl.eval.verdicts.decide` decides them, exactly as the benchmarks decide the papers' claims
 (:func:`compare_to_baseline`: both, for one comparison).
 
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from faircl.eval.run_folders import read_runs_rows
+from faircl.eval.row_predictions import read_runs_rows
 from faircl.eval.row_predictions import leakage_of
 from faircl.eval.verdicts import (GAP_METRICS, ClaimEvidence, SplitPredictions, Verdict, claim_from_predictions,
                                   decide, degenerate_by_seed, leakage_bias_tests, paired_bootstrap,
@@ -138,7 +138,7 @@ def baseline_evidence(baseline: Any, settings: Sequence[Any], metrics: Sequence[
         leakage: add a "lowers leakage_h" claim per setting (rows only).
         leakage_paper_effect: the paper's leakage change.
         n_bootstrap, n_permutations, seed: of the bootstrap and the permutation null.
-        rows: the runs' per-row predictions already read (:func:`faircl.eval.run_folders.read_runs_rows`);
+        rows: the runs' per-row predictions already read (:func:`faircl.eval.row_predictions.read_runs_rows`);
             default: read here.
 
     Returns:

@@ -33,11 +33,14 @@ Example::
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from faircl.eval.tradeoff import Run
 
 __all__ = ["FIELDS", "FORMAT", "LOADER_ARGS", "SPLITS", "data_identity", "fairness_of", "flatten_config",
            "leakage_of", "read_rows", "rows_fingerprint", "write_rows"]
@@ -166,3 +169,18 @@ def data_identity(config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
         if k == "data" or (k.startswith("data.") and k.split(".", 1)[1] not in LOADER_ARGS):
             keep.append((k, repr(v)))
     return tuple(sorted(keep))
+
+
+#: one split's per-row predictions (field → array, as :func:`read_rows` gives them)
+Fields = dict[str, np.ndarray]
+
+
+def read_runs_rows(runs: Iterable[Run], known: Mapping[str, dict[str, Fields]] | None = None
+                   ) -> dict[str, dict[str, Fields]]:
+    """The per-row predictions of every run that kept them: ``Run.rows`` (the file) → split → field → array. Runs
+    without rows are left out; files already in ``known`` are not read again."""
+    out: dict[str, dict[str, Fields]] = {}
+    for r in runs:
+        if r.rows and r.rows not in out:
+            out[r.rows] = known[r.rows] if known is not None and r.rows in known else read_rows(r.rows)
+    return out

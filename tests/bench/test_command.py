@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-import faircl.bench.command as command
+import faircl.cli.bench as command
 import faircl.bench.looks as looks
 from faircl.bench.spec import load_suite, suite_names
 from faircl.cli import main

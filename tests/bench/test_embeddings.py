@@ -17,7 +17,7 @@ import pytest
 
 from faircl.bench.embeddings import SCORES, item_claim
 from faircl.bench.spec import ITEM_SCORES, load_suite
-from faircl.cli.config_files import CLIError
+from faircl.runs.user_error import UserError
 from faircl.data import SourcedTuples
 from faircl.eval.verdicts import decide
 
@@ -58,7 +58,7 @@ def _suite(tmp_path: Path, claims: str, extra: str = "evaluate: {}\n") -> Path:
     ("claims: [{gap: tpr_gap_rms, baseline: original}]\napplies_to: [1, 2]\n", "", "'applies_to' must be"),
 ])
 def test_bad_item_claims_say_what_is_wrong(tmp_path, claims, extra, message):
-    with pytest.raises(CLIError, match=message):
+    with pytest.raises(UserError, match=message):
         load_suite(str(_suite(tmp_path, claims, extra)))
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 import faircl.bench.looks as looks
-from faircl.bench.command import _with_against
+from faircl.cli.bench import _with_against
 from faircl.bench.results import ClaimRow
 from faircl.bench.runner import MethodSpec
 from faircl.bench.spec import Claim, Protocol
@@ -127,7 +127,7 @@ def test_against_adds_the_claims_against_another_method_as_a_cached_baseline():
 
 
 def test_against_an_unknown_method_is_one_line_naming_the_option():
-    from faircl.cli.config_files import CLIError
+    from faircl.runs.user_error import UserError
 
-    with pytest.raises(CLIError, match=r"^bench: --against 'Nope' is not a faircl method \(Adversarial"):
+    with pytest.raises(UserError, match=r"^bench: --against 'Nope' is not a faircl method \(Adversarial"):
         _with_against(_protocol("a"), ["Nope"], print)

@@ -14,7 +14,7 @@ import pytest
 from faircl.bench.runner import MethodSpec, plan, run_one
 from faircl.bench.checkpoint_selection import check_selection, pick_epoch
 from faircl.bench.spec import load_suite
-from faircl.cli.config_files import CLIError
+from faircl.runs.user_error import UserError
 
 SHEN = check_selection({"rule": "gap_within"}, "test")
 
@@ -86,7 +86,7 @@ def test_degenerate_histories():
 ])
 def test_bad_selection_is_refused_naming_the_file(tmp_path, selection, says):
     (tmp_path / "p.yaml").write_text(PROTOCOL.replace("SELECTION", json.dumps(selection)))
-    with pytest.raises(CLIError) as err:
+    with pytest.raises(UserError) as err:
         load_suite(str(tmp_path))
     assert says in str(err.value) and "p.yaml" in str(err.value)
 
@@ -146,7 +146,8 @@ def test_a_staged_method_is_selected_among_its_final_stage_epochs_only(tmp_path,
     history = json.loads((task.folder / "epochs.json").read_text())
     # stage 1 (epochs 0-1) is plain CE: with a tolerance of 100 points it would win on a lower gap, and on F1 it
     # often wins outright, if it were a candidate; only the final stage's epochs are (a monitor included)
-    assert [e["epoch"] for e in history] == [2, 3]
+    assert [e["epoch"] for e in history] == [0, 1, 2, 3]
+    assert [e["epoch"] for e in history if e["final"]] == [2, 3]
     assert task.record()["selected"]["epoch"] in (2, 3)
     assert [p.name for p in task.folder.rglob("*.ckpt")] == [f"epoch={task.record()['selected']['epoch']}.ckpt"]
 

@@ -12,7 +12,7 @@ import torch
 
 from faircl.bench.runner import MethodSpec, plan, resolve_method
 from faircl.bench.spec import deep_merge, load_suite, suite_names
-from faircl.cli.config_files import CLIError
+from faircl.runs.user_error import UserError
 
 BASE = """\
 name: base
@@ -123,17 +123,17 @@ def test_extends_replaces_selection_and_baselines_whole(tmp_path):
 ])
 def test_a_bad_protocol_file_is_refused_naming_the_file_and_the_key(tmp_path, text, says):
     (tmp_path / "base.yaml").write_text(text)
-    with pytest.raises(CLIError) as err:
+    with pytest.raises(UserError) as err:
         load_suite(str(tmp_path))
     assert says in str(err.value) and "base.yaml" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_unknown_suite_and_extends_cycle(tmp_path):
-    with pytest.raises(CLIError, match="no suite 'audio'.*text, vision"):
+    with pytest.raises(UserError, match="no suite 'audio'.*text, vision"):
         load_suite("audio")
     a = BASE.replace("name: base\n", "name: a\n") + "extends: b\n"
     b = BASE.replace("name: base\n", "name: b\n") + "extends: a\n"
-    with pytest.raises(CLIError, match="cycle"):
+    with pytest.raises(UserError, match="cycle"):
         load_suite(_suite(tmp_path, a=a, b=b))
 
 
@@ -153,15 +153,15 @@ def test_methods_are_skipped_with_the_reason(tmp_path, monkeypatch):
 
 def test_method_names(tmp_path, monkeypatch):
     assert resolve_method("ConFair")[0] == "faircl.methods.confair.ConFair"
-    with pytest.raises(CLIError, match="not a faircl method.*dotted path"):
+    with pytest.raises(UserError, match="not a faircl method.*dotted path"):
         resolve_method("Confair")
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mine.py").write_text("from faircl.methods import CE\n\nclass Mine(CE):\n    pass\n\nclass Other:\n"
                                       "    pass\n")
     assert resolve_method("mine.Mine")[0] == "mine.Mine"
-    with pytest.raises(CLIError, match="no FairModule subclass named 'Other'"):
+    with pytest.raises(UserError, match="no FairModule subclass named 'Other'"):
         resolve_method("mine.Other")
-    with pytest.raises(CLIError, match="cannot import 'nowhere'"):
+    with pytest.raises(UserError, match="cannot import 'nowhere'"):
         resolve_method("nowhere.Mine")
 
 
@@ -212,7 +212,7 @@ def test_the_permuted_control_keeps_group_sizes_and_cuts_the_tie_to_the_label():
 def test_a_protocol_on_request_runs_only_when_named(tmp_path, monkeypatch, capsys):
     """``on_request: true``: loaded and listed like any protocol, left out of a plain invocation (which says so), run
     when ``--protocol`` names it; not inherited through ``extends``; anything but a boolean is refused."""
-    import faircl.bench.command as command
+    import faircl.cli.bench as command
     import faircl.bench.looks as looks
 
     (tmp_path / "suite").mkdir()
@@ -251,7 +251,7 @@ def test_a_protocol_on_request_runs_only_when_named(tmp_path, monkeypatch, capsy
 
     (tmp_path / "suite" / "base_dto.yaml").write_text(
         (tmp_path / "suite" / "base_dto.yaml").read_text().replace("on_request: true", "on_request: sometimes"))
-    with pytest.raises(CLIError, match=r"base_dto.yaml: 'on_request' must be true or false"):
+    with pytest.raises(UserError, match=r"base_dto.yaml: 'on_request' must be true or false"):
         load_suite(suite)
 
 

@@ -15,7 +15,7 @@ import pytest
 from faircl.bench import results
 from faircl.bench.results import decide_bench
 from faircl.bench.spec import load_suite
-from faircl.cli.config_files import CLIError
+from faircl.runs.user_error import UserError
 
 BASE = """\
 name: base
@@ -53,7 +53,7 @@ def test_a_statistic_claim_is_read_and_the_shipped_probe_protocols_make_it(tmp_p
 ])
 def test_a_bad_statistic_claim_is_refused(tmp_path, claim, says):
     text = BASE.replace("{statistic: cluster_dominance, baseline: SimCLR, paper_effect: -0.0171}", claim)
-    with pytest.raises(CLIError) as err:
+    with pytest.raises(UserError) as err:
         _protocol(tmp_path, text)
     assert says in str(err.value) and "base.yaml" in str(err.value)
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 import yaml
 
-from faircl.cli import CLIError, main, resolve_config, run_cli, shipped_configs
+from faircl.cli import UserError, main, resolve_config, run_cli, shipped_configs
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = shipped_configs()
@@ -91,9 +91,9 @@ def test_main_returns_exit_codes(in_tmp, capsys):
 
 def test_untrained_weights_only_on_request(in_tmp):
     args = ["--model", "CE", "--data", "BiasedFeatures", *TINY, f"--trainer.default_root_dir={in_tmp}"]
-    with pytest.raises(CLIError, match=r"--ckpt_path best: no run of CE on BiasedFeatures with checkpoints under"):
+    with pytest.raises(UserError, match=r"--ckpt_path best: no run of CE on BiasedFeatures with checkpoints under"):
         run_cli(["test", *args])
-    with pytest.raises(CLIError, match=r"--ckpt_path last: no run of CE on BiasedFeatures"):
+    with pytest.raises(UserError, match=r"--ckpt_path last: no run of CE on BiasedFeatures"):
         run_cli(["test", *args, "--ckpt_path", "last"])
     run_cli(["test", *args, "--ckpt_path", "none"])
     report = json.loads(next(in_tmp.rglob("report.json")).read_text())
@@ -144,7 +144,7 @@ def test_injected_optimizer_keeps_the_parameter_groups(in_tmp):
     assert opt.param_groups[0]["lr"] == pytest.approx(0.003)
     assert [g["lr"] for g in opt.param_groups[1:]] == [0.0005]
     assert all(g["weight_decay"] == 0.05 for g in opt.param_groups)
-    with pytest.raises(CLIError, match="--model.lr, not --optimizer.lr"):
+    with pytest.raises(UserError, match="--model.lr, not --optimizer.lr"):
         run_cli(["fit", *args, "--optimizer.lr=0.1"])
 
 
@@ -154,20 +154,20 @@ def test_shared_bases_are_not_selectable():
     names = faircl.data.available_datamodules()
     assert {"TextCSV", "ImageCSV", "BiasInBios", "UTKFace"} <= names.keys()
     assert not {"TextDataModule", "ImageFairDataModule", "FairDataModule"} & names.keys()
-    with pytest.raises(CLIError, match=r"unknown datamodule 'TextDataModule'"):
+    with pytest.raises(UserError, match=r"unknown datamodule 'TextDataModule'"):
         run_cli(["fit", "--model", "CE", "--data", "TextDataModule"])
 
 
 def test_unknown_names_list_the_choices(in_tmp):
-    with pytest.raises(CLIError, match=r"unknown method 'NoSuchMethod'.*available: .*CE"):
+    with pytest.raises(UserError, match=r"unknown method 'NoSuchMethod'.*available: .*CE"):
         run_cli(["fit", "--model", "NoSuchMethod", "--data", "BiasedFeatures"])
-    with pytest.raises(CLIError, match=r"unknown datamodule 'Nope'.*BiasedFeatures.*SynthBios"):
+    with pytest.raises(UserError, match=r"unknown datamodule 'Nope'.*BiasedFeatures.*SynthBios"):
         run_cli(["fit", "--model", "CE", "--data", "Nope"])
-    with pytest.raises(CLIError, match=r"not a subclass of faircl.methods.base.FairModule"):
+    with pytest.raises(UserError, match=r"not a subclass of faircl.methods.base.FairModule"):
         run_cli(["fit", "--model", "torch.nn.Linear", "--data", "BiasedFeatures"])
     cfg = in_tmp / "bad.yaml"
     cfg.write_text("model:\n  class_path: ConFare\ndata:\n  class_path: BiasedFeatures\n")
-    with pytest.raises(CLIError, match=r"unknown method 'ConFare'"):
+    with pytest.raises(UserError, match=r"unknown method 'ConFare'"):
         run_cli(["fit", "--config", str(cfg)])
 
 
@@ -183,7 +183,7 @@ def test_configs_resolve_by_name_and_ship_with_the_package():
     assert Path(resolve_config("configs/confair/biased_features.yaml")).resolve() == path.resolve()
     assert "confair/biased_features" in CONFIGS and len(CONFIGS) >= 40
     assert (REPO / "configs").resolve() == (REPO / "faircl" / "configs").resolve()
-    with pytest.raises(CLIError, match="config 'confair/nope' not found"):
+    with pytest.raises(UserError, match="config 'confair/nope' not found"):
         resolve_config("confair/nope")
     for name in CONFIGS:
         assert "shared/data" not in Path(resolve_config(name)).read_text(), name

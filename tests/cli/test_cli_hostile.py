@@ -276,8 +276,8 @@ def test_findml_and_configs_help(capsys):
 def test_an_interrupted_run_gives_ctrl_c_back_to_the_caller(monkeypatch):
     """Lightning ignores SIGINT after its graceful shutdown; ``main`` restores it, so a notebook (and every process
     it starts later) can still be interrupted."""
-    import faircl.cli.app as app
-    import faircl.cli.callbacks as callbacks
+    import faircl.runs.lightning_cli as app
+    import faircl.runs.callbacks as callbacks
 
     def interrupted_fit(args):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # what Lightning's shutdown leaves behind

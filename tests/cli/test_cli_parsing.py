@@ -12,7 +12,8 @@ import optuna
 import pytest
 from jsonargparse import ArgumentParser
 
-from faircl.cli.config_files import CLIError, resolve_configs
+from faircl.runs.config_files import resolve_configs
+from faircl.runs.user_error import UserError
 from faircl.cli.dispatch import main, user_message
 from faircl.cli.sweep import _summary, sweep_parser
 
@@ -153,7 +154,7 @@ def test_the_message_comes_from_the_exception_not_from_the_parser_s_wording(monk
 
 
 def test_other_errors_keep_their_own_line():
-    assert user_message(CLIError("config 'x' not found")) == "config 'x' not found"
+    assert user_message(UserError("config 'x' not found")) == "config 'x' not found"
     assert user_message(ValueError("bad\nsecond line")) == "ValueError: bad second line"
     try:
         try:
@@ -173,5 +174,5 @@ def test_config_names_are_resolved_once_with_their_files(tmp_path):
     assert shipped.is_file() and shipped.parts[-2:] == ("ce", "biased_features.yaml")
     assert argv[3:] == ["--model.lr=0.1", f"--config={own}"] and files == [shipped, own]
     assert resolve_configs(["fit", "--model", "CE"]) == (["fit", "--model", "CE"], [])
-    with pytest.raises(CLIError, match="'ce/no_such' not found"):
+    with pytest.raises(UserError, match="'ce/no_such' not found"):
         resolve_configs(["--config", "ce/no_such"])

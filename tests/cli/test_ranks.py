@@ -8,7 +8,7 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
-from faircl.cli import ranks
+from faircl.runs import ranks
 
 
 def _trainer(procs: list) -> SimpleNamespace:

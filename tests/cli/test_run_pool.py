@@ -1,4 +1,4 @@
-"""Runs forked from a pre-imported worker (:mod:`faircl.cli.run_pool`): each run's exit status and log, a crash or a
+"""Runs forked from a pre-imported worker (:mod:`faircl.runs.pool`): each run's exit status and log, a crash or a
 signal that ends one run only, Ctrl-C and a killed owner that end the run, and no module that forks when imported."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from faircl.cli.run_pool import RunPool, needs_fresh_process
+from faircl.runs.pool import RunPool, needs_fresh_process
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -98,7 +98,7 @@ def work(pid_file):
 """
 _OWNER = """
 import sys
-from faircl.cli.run_pool import RunPool
+from faircl.runs.pool import RunPool
 try:
     RunPool(preload=()).run("faircl_t_helper:work", (sys.argv[1],), log=sys.argv[2])
 except KeyboardInterrupt:
@@ -163,7 +163,7 @@ time.sleep(4)
 """
 _OWNER_OF_A_SLOW_SERVER = """
 import sys
-from faircl.cli.run_pool import RunPool
+from faircl.runs.pool import RunPool
 if __name__ == "__main__":
     try:
         RunPool(preload=("faircl_t_slow",)).run("faircl.cli:main", (["configs"],), log="run.log")
@@ -221,7 +221,7 @@ for info in pkgutil.walk_packages(faircl.__path__, "faircl."):
         print("skipped", info.name, err)
     except BaseException as err:
         failed.append(f"{info.name}: {type(err).__name__}: {err}")
-assert "faircl.cli.run_pool" in sys.modules
+assert "faircl.runs.pool" in sys.modules
 print("\\n".join(failed) or "ok")
 """
 
@@ -241,7 +241,7 @@ def test_no_module_forks_or_fits_when_imported():
 _PRELOADED = """
 import sys
 from pathlib import Path
-from faircl.cli.run_pool import RunPool
+from faircl.runs.pool import RunPool
 tmp = Path(sys.argv[1])
 pool = RunPool()
 assert pool.run("faircl.cli:main", (["configs"],), log=tmp / "configs.log") == 0
@@ -285,21 +285,12 @@ def test_a_trial_seed_the_method_refuses_ends_its_log_with_the_reason(tmp_path):
     reason as the log's last line, which is the line the sweep quotes."""
     import json
 
-    from faircl.cli import trial
+    from faircl.cli import study
 
     spec = {"fit_args": ["--config", "confair/biased_features", "--model.temperature=-1", "--trainer.max_epochs=1"],
             "seeds": [0], "storage": "", "study": "", "trial_id": 0, "trial": 0, "prune": None, "pruner": "none"}
     (tmp_path / "trial_spec.json").write_text(json.dumps(spec))
     log = tmp_path / "seed_0.log"
-    assert RunPool(preload=()).run("faircl.cli.trial:pooled_seed", (str(tmp_path), 0), log=log) == 2
+    assert RunPool(preload=()).run("faircl.cli.trial:run_seed", (str(tmp_path), 0), log=log) == 2
     assert log.read_text().strip().splitlines()[-1] == "faircl: error: ConFair: temperature must be > 0, got -1.0"
-    assert trial.PRUNED_EXIT != 2
-
-
-def test_a_sequence_of_commands_stops_at_the_first_that_fails(capsys):
-    from faircl.cli.dispatch import main_sequence
-
-    assert main_sequence([["--version"], ["--version"]]) == 0
-    assert capsys.readouterr().out.count("faircl ") == 2
-    assert main_sequence([["--version"], ["no-such-command"], ["--version"]]) == 2
-    assert capsys.readouterr().out.count("faircl ") == 1  # the third never ran
+    assert study.PRUNED_EXIT != 2

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import os
-import sys
 import tokenize
 from pathlib import Path
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import yaml
 
-from faircl.cli.config_files import CLIError
+from faircl.runs.user_error import UserError
 from faircl.cli.search import parse_objectives, parse_search
 
 FAIRCL = shutil.which("faircl", path=str(Path(sys.executable).parent)) or shutil.which("faircl")
@@ -85,13 +85,13 @@ def test_search_ranges_parse_and_malformed_ones_are_one_line_errors():
                       ("model.lambda_fair=a:1", "not a number"), ("optimizer.lr=0:1", "must start with model."),
                       ("model.num_layers=int:1.5:4", "whole-number"), ("model.x=choice:a,,b", "separated by commas"),
                       ("model.x=0:1:5", "STEP"), ("model.x=nan:1", "finite")]:
-        with pytest.raises(CLIError, match=says) as err:
+        with pytest.raises(UserError, match=says) as err:
             parse_search(bad)
         assert "\n" not in str(err.value)
     assert parse_objectives("val/accuracy:max,val/tpr_gap_rms:min") == [("val/accuracy", "maximize"),
                                                                         ("val/tpr_gap_rms", "minimize")]
     for bad in ("val/accuracy", "val/accuracy:up", "test/accuracy:max", "val/dto:min,val/dto:max"):
-        with pytest.raises(CLIError):
+        with pytest.raises(UserError):
             parse_objectives(bad)
 
 

@@ -6,7 +6,6 @@ import importlib.util
 import math
 from pathlib import Path
 
-import pytest
 import torch
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"

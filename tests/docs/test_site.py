@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-import faircl
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
@@ -236,7 +235,6 @@ def test_confair_normalize_figures_are_the_results_files():
 
 def test_method_pages_have_configs_arguments_and_benchmark_rows(site):
     from faircl.methods import METHODS
-    from faircl.methods.base import FairModule
 
     hooks = _hooks()
     assert set(hooks.PAGES) == set(METHODS), "every method needs a page (docs/hooks.py PAGES)"

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from faircl.cli import main
-from faircl.eval.run_folders import UNTRAINED, read_run
+from faircl.runs.folders import UNTRAINED, read_run
 
 TINY = ["--model", "CE", "--data", "BiasedFeatures", "--data.n_train=256", "--data.n_val=64", "--data.n_test=128",
         "--model.encoder_kwargs={hidden_dim: 8}", "--trainer.enable_progress_bar=false",

@@ -178,7 +178,7 @@ def test_fairness_of_rows_matches_a_literal_computation():
 
 def test_compare_reads_knn_and_probe_runs_from_their_rows(tmp_path):
     """A run whose rows are a 1-NN's: its test and validation numbers are the rows', not the logits' report."""
-    from faircl.eval.run_folders import read_run
+    from faircl.runs.folders import read_run
     from faircl.eval.row_predictions import fairness_of, write_rows
 
     rng = np.random.default_rng(1)
@@ -202,7 +202,8 @@ def test_compare_reads_knn_and_probe_runs_from_their_rows(tmp_path):
 
 
 def test_run_folders_read_rows_once_and_items_with_the_file_named(tmp_path):
-    from faircl.eval.run_folders import read_items, read_runs_rows
+    from faircl.runs.folders import read_items
+    from faircl.eval.row_predictions import read_runs_rows
 
     path = write_rows({"test": _fields()}, tmp_path / "a")
     with_rows = Run(str(tmp_path / "a"), 1, {}, {"accuracy": 0.5}, rows=str(path))

@@ -7,7 +7,6 @@ import pickle
 import re
 
 import lightning as L
-import numpy as np
 import pytest
 import torch
 

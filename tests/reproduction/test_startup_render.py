@@ -49,7 +49,7 @@ def test_the_fixed_cost_recovers_a_planted_line_and_its_parts_and_its_section_re
         lo, hi = est["interval"][key]
         assert lo <= value <= hi and abs(est["point"][key] - value) < 0.03, key
     out = tmp_path / "startup.md"
-    out.write_text("# Head\n\n182 after (`faircl/cli/run_pool.py`, standard library only).\n\n## History\n\nold\n")
+    out.write_text("# Head\n\n182 after (`faircl/runs/pool.py`, standard library only).\n\n## History\n\nold\n")
     full = {"epochs": raw, "estimates": est, "data_rounds": 1, "seconds": 1.0, "when": "today", "machine": "here",
             "data": [{"protocol": "text/x", "views": True, "off": [[1.0, 0.5]], "on": [[0.1, 0.05]]}]}
     write_fixed(out, full)

@@ -118,7 +118,7 @@ def test_the_command_closes_its_process_group(tmp_path, monkeypatch, fails):
     run fails: a process that exits with the group open can abort at teardown on a busy machine."""
     import torch.distributed as dist
 
-    import faircl.cli.app
+    import faircl.runs.lightning_cli
     from faircl.cli import main
 
     def run(args):
@@ -126,7 +126,7 @@ def test_the_command_closes_its_process_group(tmp_path, monkeypatch, fails):
         if fails:
             raise ValueError("a data error after the group was made")
 
-    monkeypatch.setattr(faircl.cli.app, "run_cli", run)
+    monkeypatch.setattr(faircl.runs.lightning_cli, "run_cli", run)
     try:
         assert main(["fit", "--model", "CE"]) == (2 if fails else 0)
         assert not dist.is_initialized()

@@ -9,7 +9,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from faircl.cli.config_files import CLIError, option_value
+from faircl.runs.config_files import option_value
+from faircl.runs.user_error import UserError
 
 LINKED = ("num_classes", "num_groups", "input_dim")
 
@@ -34,7 +35,7 @@ def linked_values_given(argv: list[str], configs: list[tuple[Path, dict[str, Any
 
 
 def check_linked(given: dict[str, tuple[Any, str]], data: Any, origin: str = "") -> None:
-    """Refuse a linked argument whose given value differs from the datamodule's (``CLIError`` naming both)."""
+    """Refuse a linked argument whose given value differs from the datamodule's (``UserError`` naming both)."""
     for name, (value, where) in given.items():
         have = getattr(data, name, None)
         try:
@@ -42,7 +43,7 @@ def check_linked(given: dict[str, tuple[Any, str]], data: Any, origin: str = "")
         except (TypeError, ValueError):
             same = False
         if not same:
-            raise CLIError(f"{where}{origin} disagrees with the data: {type(data).__name__} has {name}={have}, and the "
+            raise UserError(f"{where}{origin} disagrees with the data: {type(data).__name__} has {name}={have}, and the "
                            f"model takes {name} from the data; leave it out, or change the data")
 
 

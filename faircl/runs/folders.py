@@ -1,12 +1,14 @@
-"""Reading run folders: what a ``faircl test`` run (or a finished sweep trial, or a bench run) left on disk, as the
-:class:`faircl.eval.tradeoff.Run` that ``faircl compare`` and ``faircl bench`` decide from.
+"""The run folder, written and read in this one module: the record a finished run leaves (``run.json``,
+:func:`write_record` / :func:`read_record`; a sweep seed's former ``result.json`` still reads), and what a
+``faircl test`` run (or a finished sweep trial, or a bench run) left on disk, as the :class:`faircl.eval.tradeoff.Run`
+that ``faircl compare`` and ``faircl bench`` decide from.
 
 A run folder holds ``report.json`` (the test metrics, :func:`faircl.eval.report.read_report`; its ``meta.fit`` is the
 record of the fit that made the checkpoint, its ``meta.rows`` names the per-row predictions), ``rows.npz`` (the
 per-row predictions, :mod:`faircl.eval.row_predictions`) and, for a bench run of the embeddings suite,
 ``items.json`` (the per-item outputs). The seed and settings of a run are those of its fit: the report's fit record,
 else the fit's ``config.yaml`` beside the checkpoint, else (noted in ``Run.source``) the run folder's own
-``config.yaml``. The validation metrics of the checkpoint come from a sweep trial's ``result.json`` or from the fit
+``config.yaml``. The validation metrics of the checkpoint come from a sweep trial's record (``run.json``) or from the fit
 run's ``metrics.csv`` (the row of the checkpoint's epoch). A run whose rows are a 1-NN's or a probe's
 (``meta.rows.predictions``: ``knn`` / ``probe``) gets its accuracy, gaps and leakage from those rows. A run of
 untrained weights (``faircl test --ckpt_path none``: its report's checkpoint is :data:`UNTRAINED`) is marked
@@ -20,7 +22,7 @@ from __future__ import annotations
 import csv
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,17 +33,14 @@ from faircl.eval.report import read_report
 from faircl.eval.row_predictions import fairness_of, flatten_config, read_rows
 from faircl.eval.tradeoff import Run
 
-__all__ = ["UNTRAINED", "read_items", "read_run", "read_runs_rows", "run_files_without_report"]
+__all__ = ["FORMER_RECORD", "RECORD", "UNTRAINED", "read_items", "read_record", "read_run", "run_files_without_report",
+           "write_record"]
 
 #: the checkpoint ``faircl test --ckpt_path none`` writes in its report (``meta.checkpoint``): the untrained weights
 UNTRAINED = "none (untrained weights)"
 #: files a ``faircl test`` run folder holds beside its ``report.json`` (a folder with one of them but no report was
 #: deleted or interrupted halfway)
 RUN_FILES = ("report.md", "report.png", "rows.npz")
-
-#: one split's per-row predictions (field → array, as :func:`faircl.eval.row_predictions.read_rows` gives them)
-Fields = dict[str, np.ndarray]
-
 
 def _val_from_metrics_csv(ckpt: Path) -> dict[str, float]:
     """Validation metrics logged in the epoch of ``ckpt`` (``epoch=E`` in its name) by its fit run."""
@@ -146,9 +145,9 @@ def read_run(report: str | Path) -> Run | None:
     ckpt = _resolve_ckpt(ckpt_text, run_dir) if ckpt_text else None
     config, seed, source = _fit_settings(data, run_dir, ckpt)
     val: dict[str, float] = {}
-    result = run_dir.parent.parent / "result.json"
-    if trial is not None and result.is_file():
-        val = {k[4:]: float(v) for k, v in _json(result).get("val", {}).items()}
+    record = read_record(run_dir.parent.parent) if trial is not None else None
+    if record is not None:
+        val = {k[4:]: float(v) for k, v in (record.get("val") or {}).items()}
     elif ckpt is not None:
         val = _val_from_metrics_csv(ckpt)
     rows_info = (data.get("meta") or {}).get("rows")
@@ -164,17 +163,6 @@ def read_run(report: str | Path) -> Run | None:
                source=source, predictions=how, untrained=ckpt_text == UNTRAINED, missing=missing)
 
 
-def read_runs_rows(runs: Iterable[Run], known: Mapping[str, dict[str, Fields]] | None = None
-                   ) -> dict[str, dict[str, Fields]]:
-    """The per-row predictions of every run that kept them: ``Run.rows`` (the file) → split → field → array. Runs
-    without rows are left out; files already in ``known`` are not read again."""
-    out: dict[str, dict[str, Fields]] = {}
-    for r in runs:
-        if r.rows and r.rows not in out:
-            out[r.rows] = known[r.rows] if known is not None and r.rows in known else read_rows(r.rows)
-    return out
-
-
 def read_items(folder: str | Path) -> dict[str, Any] | None:
     """The per-item outputs (``items.json``) a bench run of the embeddings suite wrote into its folder (``None``
     when it wrote none)."""
@@ -185,3 +173,32 @@ def read_items(folder: str | Path) -> dict[str, Any] | None:
         return json.loads(path.read_text())
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not readable JSON ({err})") from None
+
+
+# ---------------------------------------------------------------------------------------------------- the record
+#: the record a finished run leaves in its folder (``faircl bench`` and ``faircl sweep`` runs alike)
+RECORD = "run.json"
+#: the record of a sweep seed written by faircl 0.x before ``run.json``: still read
+FORMER_RECORD = "result.json"
+
+
+def write_record(folder: str | Path, record: Mapping[str, Any]) -> Path:
+    """Write ``record`` as the folder's :data:`RECORD` (atomically: a reader sees the whole file or none)."""
+    path = Path(folder) / RECORD
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(dict(record), indent=2, default=str))
+    tmp.replace(path)
+    return path
+
+
+def read_record(folder: str | Path) -> dict[str, Any] | None:
+    """The record of the run in ``folder`` (:data:`RECORD`, else :data:`FORMER_RECORD`), ``None`` when the run did not
+    finish; ``ValueError`` naming the file when it is not readable JSON."""
+    for name in (RECORD, FORMER_RECORD):
+        path = Path(folder) / name
+        if path.is_file():
+            record = _json(path)
+            if not isinstance(record, dict):
+                raise ValueError(f"{path}: not a run record (a JSON object)")
+            return record
+    return None

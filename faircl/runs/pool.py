@@ -28,14 +28,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PRELOAD", "RunPool", "needs_fresh_process"]
+__all__ = ["PRELOAD", "RunPool", "follow_owner", "needs_fresh_process"]
 
 #: what the server imports before its first fork: the command and everything a fit and a test import on first use
 #: (the leakage probes' scikit-learn, the report's matplotlib, rich and pandas, ColoredDigits' ``sklearn.datasets``),
 #: so that a forked run imports nothing. None of it runs torch code (no thread pool exists when the server forks).
 PRELOAD = ("matplotlib.pyplot", "pandas", "rich.console", "rich.table", "sklearn.datasets", "sklearn.datasets.data",
            "sklearn.datasets.descr", "sklearn.linear_model", "sklearn.pipeline", "sklearn.preprocessing",
-           "sklearn.svm", "faircl.cli.app", "faircl.cli.trial", "faircl.eval.report_plot", "faircl.cli.run_pool")
+           "sklearn.svm", "faircl.runs.lightning_cli", "faircl.eval.report_plot", "faircl.runs.pool")
 
 
 def needs_fresh_process(args: Sequence[str]) -> bool:
@@ -51,7 +51,7 @@ def needs_fresh_process(args: Sequence[str]) -> bool:
     return "strategy" in text and "ddp" in text
 
 
-def _follow(owner: int) -> None:
+def follow_owner(owner: int) -> None:
     """End this process (SIGKILL) as soon as process ``owner`` ends. Its parent is the fork server, which outlives a
     killed owner long enough for a run to go on writing, so the run watches its owner itself."""
     def watch() -> None:
@@ -82,7 +82,7 @@ def _child(target: Callable[..., Any] | str, args: tuple, log: str | None, cwd: 
     """A forked run: ``target(*args)`` with its output in ``log``, in ``cwd``, with ``env`` added; its return value
     is the exit status (an uncaught exception: 1, multiprocessing prints its traceback into the log)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the process group: the owner handles it
-    _follow(owner)
+    follow_owner(owner)
     if log is not None:
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         sys.stdout.flush()

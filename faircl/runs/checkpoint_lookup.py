@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from faircl.checkpoints import CheckpointError, check_checkpoint
-from faircl.cli.config_files import CLIError, read_config
+from faircl.runs.config_files import read_config
+from faircl.runs.user_error import UserError
 
 UNTRAINED = ("none", "null", "untrained")
 
@@ -40,7 +41,7 @@ def run_classes(run_dir: Path) -> tuple[str | None, str | None]:
     if cfg_path.is_file():
         try:
             cfg = read_config(cfg_path)
-        except CLIError:
+        except UserError:
             cfg = {}
         model, data = short_name(cfg.get("model")), short_name(cfg.get("data"))
     if model is None:
@@ -86,7 +87,7 @@ def find_checkpoint(root: str | Path, which: str, model: str | None = None, data
     if not match:
         others = sorted({_describe(*run_classes(r)) for r in runs})
         seen = f" (the runs there: {'; '.join(others[:4])})" if others else ""
-        raise CLIError(f"--ckpt_path {which}: no run of {what} with checkpoints under {str(root)!r} (the trainer's "
+        raise UserError(f"--ckpt_path {which}: no run of {what} with checkpoints under {str(root)!r} (the trainer's "
                        f"default_root_dir){seen}; run `faircl fit` with the same config first, or pass "
                        "--ckpt_path <file.ckpt>")
     run = match[0]
@@ -95,7 +96,7 @@ def find_checkpoint(root: str | Path, which: str, model: str | None = None, data
     if found is None:
         hint = ("it kept only last.ckpt (its monitored metric was never logged?): use --ckpt_path last"
                 if which == "best" else "it has no last.ckpt")
-        raise CLIError(f"--ckpt_path {which}: the newest run of {what} under {str(root)!r} ({str(run)!r}) has no "
+        raise UserError(f"--ckpt_path {which}: the newest run of {what} under {str(root)!r} ({str(run)!r}) has no "
                        f"{which} checkpoint; {hint}, or pass --ckpt_path <file.ckpt>")
     return found
 
@@ -112,17 +113,17 @@ def resolve_ckpt_path(value: str | None, root: str | Path, explicit_untrained: b
         return str(find_checkpoint(root, value, model, data))
     path = Path(value).expanduser()
     if not path.is_file():
-        raise CLIError(f"--ckpt_path {value!r}: no such checkpoint file (or use best | last | none)")
+        raise UserError(f"--ckpt_path {value!r}: no such checkpoint file (or use best | last | none)")
     return str(path)
 
 
 def checkpoint_dict(path: str | Path) -> dict[str, Any]:
     """The checkpoint at ``path``, checked (:func:`~faircl.checkpoints.check_checkpoint`: no code runs from the file);
-    a missing, corrupt or unsafe file is a one-line :class:`CLIError`."""
+    a missing, corrupt or unsafe file is a one-line :class:`UserError`."""
     try:
         return check_checkpoint(path)
     except CheckpointError as err:
-        raise CLIError(str(err)) from err
+        raise UserError(str(err)) from err
 
 
 def checkpoint_epoch(path: str | Path) -> int | None:

@@ -37,12 +37,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from jsonargparse import ArgumentParser
+from jsonargparse import ActionConfigFile, ArgumentParser
 
 from faircl.bench.checkpoint_selection import describe
-from faircl.bench.runner import MethodSpec, default_cache, plan, resolve_method
+from faircl.bench.runner import BENCH_PRELOAD, MethodSpec, default_cache, plan, resolve_method
 from faircl.bench.spec import Protocol, deep_merge, load_suite, suite_names
-from faircl.cli.config_files import CLIError, option_value
+from faircl.runs.config_files import option_value
+from faircl.cli.launchers import add_launcher_arguments, executor_from
+from faircl.runs.executors import LocalPool
+from faircl.runs.user_error import UserError
 
 __all__ = ["bench"]
 
@@ -94,8 +97,9 @@ def _parser() -> ArgumentParser:
                    "power")
     p.add_argument("--protocol", action="append", default=[], help="run only these protocols (repeatable)")
     p.add_argument("--cache", help="baseline cache folder")
-    p.add_argument("--fresh-processes", action="store_true", help="start every run as a new Python process instead "
-                   "of forking it from the pre-imported worker (slower; for comparing)")
+    p.add_argument("--fresh-processes", action="store_true", help="the same as --launcher fresh")
+    add_launcher_arguments(p, "the runs")
+    p.add_argument("--config", action=ActionConfigFile, help="a YAML file of these options, e.g. a slurm: section")
     p.add_argument("--alpha", type=float, default=0.05, help="family-wise error rate")
     p.add_argument("--permutations", type=int, default=1000, help="permutations of the bias null")
     p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")
@@ -116,20 +120,20 @@ def _arguments(cls: type) -> list[str]:
     return names
 
 
-def _unknown(cls: type, names: list[str]) -> CLIError | None:
+def _unknown(cls: type, names: list[str]) -> UserError | None:
     """The first of ``names`` that ``cls`` takes not as an option, in one line with the ones it takes."""
     accepted = [n for n in _arguments(cls) if n not in LINKED]
     bad = next((n for n in names if n not in accepted), None)
     if bad is None:
         return None
     if bad in LINKED:
-        return CLIError(f"bench: --method.init_args.{bad}: each protocol's data sets it ({', '.join(LINKED)} are "
+        return UserError(f"bench: --method.init_args.{bad}: each protocol's data sets it ({', '.join(LINKED)} are "
                         "linked from the data in every run)")
-    return CLIError(f"bench: --method.init_args.{bad}: {cls.__name__} takes no argument {bad!r} (its arguments: "
+    return UserError(f"bench: --method.init_args.{bad}: {cls.__name__} takes no argument {bad!r} (its arguments: "
                     f"{', '.join(accepted)})")
 
 
-def _method_problem(argv: list[str]) -> CLIError | None:
+def _method_problem(argv: list[str]) -> UserError | None:
     """Why the parser refused ``--method`` and its arguments, in one line, where the reason is a name: a class that is
     not found (:func:`resolve_method`) or an argument it does not take. ``None`` for any other reason (a value of the
     wrong type: the parser's own error stands)."""
@@ -144,7 +148,7 @@ def _method_problem(argv: list[str]) -> CLIError | None:
         return None
     try:
         _, cls = resolve_method(spec["class_path"])
-    except CLIError as err:
+    except UserError as err:
         return err
     names = list(spec.get("init_args") or {})
     for arg in argv:  # --method.init_args.NAME, --method.NAME (the parser's own keys aside)
@@ -156,7 +160,7 @@ def _method_problem(argv: list[str]) -> CLIError | None:
                 if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in LINKED]
     missing = [n for n in required if n not in names]
     if missing:  # the parser asks them of the options: the protocol's model block is merged in later, per protocol
-        return CLIError(f"bench: {cls.__name__} has no default for {', '.join(missing)}: give "
+        return UserError(f"bench: {cls.__name__} has no default for {', '.join(missing)}: give "
                         f"--method.init_args.{missing[0]} VALUE, or a default in its __init__")
     return _unknown(cls, names)
 
@@ -181,7 +185,7 @@ def _folder(option: str, value: str) -> Path:
     path = Path(value).expanduser()
     blocked = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
     if blocked is not None:
-        raise CLIError(f"bench: {option} {value}: {blocked} is a file; give a folder (made if missing)")
+        raise UserError(f"bench: {option} {value}: {blocked} is a file; give a folder (made if missing)")
     return path
 
 
@@ -192,7 +196,7 @@ def _built_once(method: MethodSpec, protocol: Protocol) -> None:
     try:
         method.cls(**kwargs)
     except (ValueError, TypeError) as err:
-        raise CLIError(f"bench: {method.cls.__name__} refused its arguments on {protocol.name} (--method's "
+        raise UserError(f"bench: {method.cls.__name__} refused its arguments on {protocol.name} (--method's "
                        f"{json.dumps(method.init_args)} over the protocol's model: {json.dumps(protocol.model)}): "
                        f"{' '.join(str(err).split())}") from None
 
@@ -233,8 +237,8 @@ def _with_against(p: Protocol, against: list[str], say) -> Protocol:
         else:
             try:
                 other_path, other_cls = resolve_method(name)
-            except CLIError as err:  # worded for --method: say which option named it
-                raise CLIError(str(err).replace(f"--method {name!r}", f"--against {name!r}", 1)) from None
+            except UserError as err:  # worded for --method: say which option named it
+                raise UserError(str(err).replace(f"--method {name!r}", f"--against {name!r}", 1)) from None
             why = p.skip_reason(other_cls)
             if why:
                 say(f"faircl bench: --against {name}: not on {p.name}: {why}")
@@ -292,7 +296,7 @@ def _same_bench(out: Path, now: dict[str, Any], overwrite: bool) -> None:
     try:
         info = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CLIError(f"bench: {path} is not readable JSON ({err}); pass --overwrite to replace the results in "
+        raise UserError(f"bench: {path} is not readable JSON ({err}); pass --overwrite to replace the results in "
                        f"{out}, or give another --out") from None
     differ = []
     for key, was in _recorded_settings(info if isinstance(info, dict) else {}).items():
@@ -302,7 +306,7 @@ def _same_bench(out: Path, now: dict[str, Any], overwrite: bool) -> None:
         if was != new:
             differ.append(f"{key} {json.dumps(was)} there, {json.dumps(new)} now")
     if differ:
-        raise CLIError(f"bench: --out {out} holds the results of a bench with other settings ({path}: "
+        raise UserError(f"bench: --out {out} holds the results of a bench with other settings ({path}: "
                        f"{'; '.join(differ)}); give another --out, the same settings to resume (or a higher "
                        "--max-seeds to continue), or --overwrite to replace them")
 
@@ -318,10 +322,10 @@ def bench(argv: list[str]) -> int:
     if opts.list:
         return _list()
     if not opts.suite or not opts.method or not opts.out:
-        raise CLIError("bench: give a suite, --method and --out, e.g. faircl bench text --method ConFair --quick "
+        raise UserError("bench: give a suite, --method and --out, e.g. faircl bench text --method ConFair --quick "
                        "--out bench/confair (faircl bench --list shows the suites)")
     if opts.seeds is not None and opts.seeds < 2:
-        raise CLIError(f"bench: --seeds {opts.seeds}: a paired comparison needs at least 2 seeds")
+        raise UserError(f"bench: --seeds {opts.seeds}: a paired comparison needs at least 2 seeds")
     class_path, cls = resolve_method(opts.method.class_path)
     problem = _unknown(cls, list(opts.method.get("dict_kwargs") or {}))  # --method.dict_kwargs.NAME: not taken
     if problem is not None:
@@ -334,7 +338,7 @@ def bench(argv: list[str]) -> int:
     if opts.protocol:
         unknown = sorted(set(opts.protocol) - {p.name for p in protocols})
         if unknown:
-            raise CLIError(f"bench: no protocol {', '.join(unknown)} in suite {opts.suite!r} "
+            raise UserError(f"bench: no protocol {', '.join(unknown)} in suite {opts.suite!r} "
                            f"({', '.join(p.name for p in protocols)})")
         protocols = [p for p in protocols if p.name in opts.protocol]
     left_out = [p.name for p in protocols if p.on_request and not opts.protocol]
@@ -342,7 +346,7 @@ def bench(argv: list[str]) -> int:
     skipped = [(p.name, p.skip_reason(cls)) for p in protocols if p.skip_reason(cls)]
     runnable = [p for p in protocols if p.name not in dict(skipped)]
     if not runnable:
-        raise CLIError(f"bench: {method.label} runs on no protocol of {opts.suite!r}: "
+        raise UserError(f"bench: {method.label} runs on no protocol of {opts.suite!r}: "
                        + "; ".join(f"{n}: {w}" for n, w in skipped))
     _built_once(method, runnable[0])
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
@@ -354,9 +358,11 @@ def bench(argv: list[str]) -> int:
     runnable = [_with_against(p, opts.against, say) for p in runnable]
     starts = {p.name: opts.seeds or p.seeds for p in runnable}
     if opts.max_seeds is not None and opts.max_seeds < max(starts.values()):
-        raise CLIError(f"bench: --max-seeds {opts.max_seeds} is below the seeds a protocol starts with "
+        raise UserError(f"bench: --max-seeds {opts.max_seeds} is below the seeds a protocol starts with "
                        f"({max(starts.values())}); give at least that many")
     settings = _settings(opts, method, runnable, starts)
+    launcher = "fresh" if opts.fresh_processes else opts.launcher
+    executor = executor_from(launcher, opts.slurm, out, local=LocalPool(BENCH_PRELOAD))
     _same_bench(out, settings, opts.overwrite)
     first = {p.name: plan(p, method, list(range(starts[p.name])), out, cache) for p in runnable}
     every = [t for ts in first.values() for t in ts]
@@ -368,7 +374,7 @@ def bench(argv: list[str]) -> int:
     try:
         found = run_looks(runnable, method, starts, opts.max_seeds, out, cache, alpha=opts.alpha,
                           n_permutations=opts.permutations, n_bootstrap=opts.bootstrap,
-                          fresh=opts.fresh_processes, say=say)
+                          executor=executor, say=say)
     except KeyboardInterrupt:
         raise KeyboardInterrupt(f"the finished runs are kept; to resume, run from {os.getcwd()}: "
                                 f"faircl bench {shlex.join(argv)}") from None

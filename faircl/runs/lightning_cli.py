@@ -1,15 +1,15 @@
-"""``faircl fit|validate|test|predict|export|configs``: the LightningCLI of faircl.
+"""The LightningCLI of faircl: what ``faircl fit|validate|test|predict`` and every run (:mod:`faircl.runs.engine`)
+build from a command line or a run's config.
 
 Methods and datamodules are selected by class name (``--model ConFair --data HateSpeech``) or by import path
 (``--model mypkg.mymodule.MyMethod``: any :class:`~faircl.methods.base.FairModule` /
-:class:`~faircl.data.base.FairDataModule` subclass on the Python path). ``num_classes``, ``num_groups`` and
+:class:`~faircl.data.base.FairDataModule` subclass on the Python path). ``num_classes``, ``num_groups``,
 ``input_dim`` and ``input_kind`` are linked from the datamodule into the model.
 
 Every ``fit`` keeps ``last.ckpt`` and the best checkpoint by the model's monitored validation metric
 (``--model.monitor``); ``test`` / ``validate`` / ``predict`` load ``--ckpt_path best`` by default (``last``, a file,
 or ``none`` for the untrained weights) and ``fit --ckpt_path last`` resumes the newest run. Outputs of an earlier run
-are never overwritten without ``--overwrite``. Exit status: 0 on success, 2 on a usage, config or data error (one
-line on stderr; ``FAIRCL_DEBUG=1`` shows the traceback), 1 on any other failure.
+are never overwritten without ``--overwrite``. Errors are raised (:mod:`faircl.runs.user_error` tells the user's).
 """
 
 from __future__ import annotations
@@ -29,14 +29,6 @@ from lightning.pytorch.loggers import CSVLogger
 
 import faircl.data
 from faircl.checkpoints import AtomicCheckpointIO, CheckpointError, FairCheckpoint, check_checkpoint
-from faircl.cli.run_records import fit_record_of, run_record
-from faircl.cli.callbacks import CarryBest, ConfiguredOptimizer, ResumeHint, say
-from faircl.cli.checkpoint_lookup import (UNTRAINED, checkpoint_class, checkpoint_dict, checkpoint_epoch,
-                                          epochs_trained, resolve_ckpt_path, short_name)
-from faircl.cli.config_files import CLIError, option_value, read_config, resolve_configs
-from faircl.cli.given_options import (LINKED, argument_leaves, check_linked, given_model_options, linked_values_given,
-                                      set_argument_leaf, sets_optimizer_lr)
-from faircl.cli.outputs import PredictionFiles, config_filename, guard_outputs
 from faircl.data.base import FairDataModule
 from faircl.eval.report import print_report, write_report
 from faircl.eval.report_plot import plot_report
@@ -44,6 +36,15 @@ from faircl.methods import METHODS
 from faircl.methods.base import FairModule
 from faircl.methods.inputs import check_encoder_for
 from faircl.methods.selection import monitor_spec
+from faircl.runs.callbacks import CarryBest, ConfiguredOptimizer, ResumeHint, say
+from faircl.runs.checkpoint_lookup import (UNTRAINED, checkpoint_class, checkpoint_dict, checkpoint_epoch,
+                                           epochs_trained, resolve_ckpt_path, short_name)
+from faircl.runs.config_files import option_value, read_config, resolve_configs
+from faircl.runs.given_options import (LINKED, argument_leaves, check_linked, given_model_options,
+                                       linked_values_given, set_argument_leaf, sets_optimizer_lr)
+from faircl.runs.outputs import PredictionFiles, config_filename, guard_outputs
+from faircl.runs.records import fit_record_of, run_record
+from faircl.runs.user_error import UserError
 
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
 #: Lightning warnings that carry no advice for a faircl run (the datamodules choose workers and shard themselves;
@@ -54,7 +55,7 @@ QUIET = (r".*does not have many workers.*", r".*smaller than the logging interva
          # the metrics faircl logs are already global (torchmetrics states synced across processes; the stage is the
          # same on every rank; the train terms are logged with sync_dist): Lightning's advice to sync is moot
          r"(?s).*self\.log\('(val|test|train)/.*sync_dist=True.*", r"(?s).*self\.log\('stage'.*sync_dist=True.*")
-#: On ``fit --ckpt_path``: the checkpoint callback starts in a new folder, and :class:`~faircl.cli.callbacks.CarryBest`
+#: On ``fit --ckpt_path``: the checkpoint callback starts in a new folder, and :class:`~faircl.runs.callbacks.CarryBest`
 #: carries the best of the resumed run over (Lightning says it would not).
 RESUME_QUIET = r"(?s).*The dirpath has changed from.*won't be reloaded.*"
 #: Lines of Lightning's log that say nothing to a faircl user: the promotion of a hosted logging service, printed by
@@ -70,7 +71,7 @@ TRAINER_DEFAULTS = {
 
 
 class _SaveConfig(SaveConfigCallback):
-    """Saves the run's config (:func:`~faircl.cli.outputs.config_filename`: ``config.yaml``, or
+    """Saves the run's config (:func:`~faircl.runs.outputs.config_filename`: ``config.yaml``, or
     ``config.<command>.yaml`` for a command other than ``fit`` without a logger); the CLI has already refused to
     overwrite an earlier run's file (``--overwrite``)."""
 
@@ -174,10 +175,10 @@ class FairCLI(LightningCLI):
             if culprits:
                 options = ", ".join(f"--model.init_args.{leaf} {given}" for leaf, given, _ in culprits)
                 stored_values = ", ".join(f"{leaf}={value}" for leaf, _, value in culprits)
-                raise CLIError(f"{options} cannot apply to --ckpt_path {self.ckpt_file}: it was trained with "
+                raise UserError(f"{options} cannot apply to --ckpt_path {self.ckpt_file}: it was trained with "
                                f"{stored_values} ({shapes}); leave the option out to use the checkpoint's value, or "
                                "train a new model with it")
-            raise CLIError(f"--ckpt_path {self.ckpt_file}: its weights do not fit the model ({shapes})")
+            raise UserError(f"--ckpt_path {self.ckpt_file}: its weights do not fit the model ({shapes})")
         if self.ckpt_overrides:
             say("faircl: given on the command line, used instead of the checkpoint's values: " + ", ".join(
                 f"--model.init_args.{leaf} {given} (the checkpoint has {stored})"
@@ -204,7 +205,7 @@ class FairCLI(LightningCLI):
             if class_path and (cls is None or f"{cls.__module__}.{cls.__name__}" != class_path):
                 cls = _import_class(class_path, FairModule, "method")
             return check_encoder_for(cls or FairModule, encoder, dm)
-        except (CLIError, ValueError) as err:  # raised after instantiation: jsonargparse would rewrite it here
+        except (UserError, ValueError) as err:  # raised after instantiation: jsonargparse would rewrite it here
             self._input_error = err
             return None
 
@@ -253,7 +254,7 @@ class FairCLI(LightningCLI):
         if not isinstance(self.model, FairModule):
             return super()._add_configure_optimizers_method_to_model(subcommand)
         if self.optimizer_lr_given:
-            raise CLIError("set the learning rate with --model.lr, not --optimizer.lr: an injected --optimizer keeps "
+            raise UserError("set the learning rate with --model.lr, not --optimizer.lr: an injected --optimizer keeps "
                            "the method's parameter groups and their own learning rates (module_lrs / lr_overrides) "
                            "and takes its base learning rate from the model")
         init = {"class_path": opt_init["class_path"], "init_args": dict(opt_init.get("init_args") or {})}
@@ -277,14 +278,14 @@ class FairCLI(LightningCLI):
             max_epochs, max_steps = self.trainer.max_epochs, self.trainer.max_steps
             if max_epochs == 0 or max_steps == 0:
                 option = "max_epochs" if max_epochs == 0 else "max_steps"
-                raise CLIError(f"--trainer.{option} 0 trains nothing; pass 1 or more (or -1: no limit, with the "
+                raise UserError(f"--trainer.{option} 0 trains nothing; pass 1 or more (or -1: no limit, with the "
                                "other one set)")
             self.trainer.callbacks.append(ResumeHint())
             if given is not None:
                 path = resolve_ckpt_path(given, root, explicit_untrained=False, **names)
                 epoch, done = self.ckpt_progress if path == self.ckpt_file else (checkpoint_epoch(path), None)
                 if done is not None and max_epochs is not None and max_epochs != -1 and max_epochs <= done:
-                    raise CLIError(f"--ckpt_path {path}: the checkpoint has trained {done} epoch(s) (saved in epoch "
+                    raise UserError(f"--ckpt_path {path}: the checkpoint has trained {done} epoch(s) (saved in epoch "
                                    f"{epoch}, counted from 0), so --trainer.max_epochs {max_epochs} leaves nothing "
                                    f"to train; pass --trainer.max_epochs {done + 1} or more to train further")
                 if isinstance(self.trainer.checkpoint_callback, FairCheckpoint):
@@ -360,9 +361,9 @@ def _import_class(path: str, base: type, kind: str) -> type:
     try:
         cls = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as err:
-        raise CLIError(f"cannot import {kind} {path!r}: {err} (is its package on the Python path?)") from err
+        raise UserError(f"cannot import {kind} {path!r}: {err} (is its package on the Python path?)") from err
     if not (isinstance(cls, type) and issubclass(cls, base)):
-        raise CLIError(f"{kind} {path!r} is not a subclass of {base.__module__}.{base.__name__}")
+        raise UserError(f"{kind} {path!r} is not a subclass of {base.__module__}.{base.__name__}")
     return cls
 
 
@@ -392,7 +393,7 @@ def check_names(argv: list[str], configs: list[dict[str, Any]]) -> None:
         if "." in value:
             _import_class(value, bases[key], kind)
         elif value not in choices[key]:
-            raise CLIError(f"unknown {kind} {value!r} for --{key}; available: {', '.join(sorted(choices[key]))}, or "
+            raise UserError(f"unknown {kind} {value!r} for --{key}; available: {', '.join(sorted(choices[key]))}, or "
                            f"an import path such as mypkg.mymodule.My{'Method' if key == 'model' else 'Data'}")
 
 
@@ -416,7 +417,7 @@ def _prepare(argv: list[str]) -> tuple[list[str], dict[str, Any]]:
         try:
             stored = check_checkpoint(ckpt)
         except CheckpointError as err:
-            raise CLIError(str(err)) from None
+            raise UserError(str(err)) from None
         argv = _model_of_checkpoint(argv, configs, ckpt, stored)
         hp = stored.get("hyper_parameters") or {}
         ckpt_linked = {k: (hp[k], f"{k}={hp[k]} of --ckpt_path {ckpt}") for k in LINKED if hp.get(k) is not None}
@@ -450,7 +451,7 @@ def _model_of_checkpoint(argv: list[str], configs: list[dict[str, Any]], ckpt: s
         say(f"faircl: no --model given: using the checkpoint's method {short_name(stored_class)}")
         return [*argv, "--model", stored_class]
     if short_name(wanted) != short_name(stored_class):
-        raise CLIError(f"--ckpt_path {ckpt} holds a {short_name(stored_class)} model, but the method requested is "
+        raise UserError(f"--ckpt_path {ckpt} holds a {short_name(stored_class)} model, but the method requested is "
                        f"{short_name(wanted)}: pass a checkpoint of a {short_name(wanted)} run, or --model "
                        f"{short_name(stored_class)} (or leave --model out to use the checkpoint's method)")
     return argv
@@ -465,7 +466,7 @@ def _check_accelerator(argv: list[str], configs: list[dict[str, Any]]) -> None:
                 value = trainer["accelerator"]
     if value is not None and value.lower() in ("gpu", "cuda"):
         if not torch.cuda.is_available():
-            raise CLIError(f"--trainer.accelerator {value}: no GPU is available to this process "
+            raise UserError(f"--trainer.accelerator {value}: no GPU is available to this process "
                            "(torch.cuda.is_available() is False); use --trainer.accelerator cpu (or auto)")
 
 
@@ -484,9 +485,8 @@ def _quiet_lightning_log() -> None:
 def run_cli(args: list[str], run: bool = True, callbacks: list | None = None) -> FairCLI:
     """Run ``faircl <args>`` in this process and return the :class:`FairCLI` (model, datamodule, trainer).
 
-    ``callbacks`` are added to the trainer without entering the run's ``config.yaml`` (a sweep's pruning and
-    recording callbacks). Errors are raised (:class:`CLIError`, ``DataError``, ...); :func:`faircl.cli.dispatch.main`
-    turns them into an exit status."""
+    ``callbacks`` join the trainer without entering the run's ``config.yaml`` (a run's epoch history, a sweep's
+    pruning). Errors are raised (:class:`UserError`, ``DataError``, ...) for the caller to turn into an exit status."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     datamodules()  # every datamodule class is imported, so a class name in a config resolves

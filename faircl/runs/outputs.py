@@ -13,7 +13,7 @@ import torch.distributed as dist
 from lightning.pytorch.callbacks import BasePredictionWriter
 
 from faircl.checkpoints import CheckpointError, check_checkpoint
-from faircl.cli.config_files import CLIError
+from faircl.runs.user_error import UserError
 from faircl.methods.base import FairModule
 from faircl.models.encoders import HFTextEncoder
 
@@ -28,7 +28,7 @@ def guard_outputs(directory: str | Path | None, names: tuple[str, ...], overwrit
     existing = [n for n in names if (directory / n).exists() and (not (directory / n).is_dir()
                                                                   or any((directory / n).iterdir()))]
     if existing and not overwrite:
-        raise CLIError(f"{str(directory)!r} already holds {', '.join(existing)} of an earlier run; pass --overwrite "
+        raise UserError(f"{str(directory)!r} already holds {', '.join(existing)} of an earlier run; pass --overwrite "
                        "to replace them, or choose another --trainer.default_root_dir (with a logger, every run gets "
                        "its own version folder)")
 
@@ -72,7 +72,7 @@ class PredictionFiles(BasePredictionWriter):
                                                   else out[k].detach().cpu())
         data = {k: torch.cat(v) for k, v in cols.items()}
         if "logits" not in data:
-            raise CLIError(f"{type(pl_module).__name__} has no classifier output ('logits'): nothing to predict")
+            raise UserError(f"{type(pl_module).__name__} has no classifier output ('logits'): nothing to predict")
         if trainer.world_size > 1:
             data = _gather_rows(data)
             if not trainer.is_global_zero:
@@ -115,21 +115,21 @@ def export_encoder(ckpt_path: str | Path, out: str | Path, overwrite: bool = Fal
     sentence-transformers folder."""
     ckpt_path, out = Path(ckpt_path), Path(out)
     if not ckpt_path.is_file():
-        raise CLIError(f"export: no such checkpoint file {str(ckpt_path)!r}")
+        raise UserError(f"export: no such checkpoint file {str(ckpt_path)!r}")
     if out.exists() and any(out.iterdir()) and not overwrite:
-        raise CLIError(f"export: {str(out)!r} is not empty; pass --overwrite or choose another --out")
+        raise UserError(f"export: {str(out)!r} is not empty; pass --overwrite or choose another --out")
     try:
         check_checkpoint(ckpt_path)  # no code runs from the file: a file holding code is refused in one line
     except CheckpointError as err:
-        raise CLIError(f"export: {err}") from None
+        raise UserError(f"export: {err}") from None
     try:
         model = FairModule.load_from_checkpoint(ckpt_path, map_location="cpu", weights_only=True)
     except Exception as err:
-        raise CLIError(f"export: cannot load {str(ckpt_path)!r}: {type(err).__name__}: {err}") from err
+        raise UserError(f"export: cannot load {str(ckpt_path)!r}: {type(err).__name__}: {err}") from err
     if hasattr(model, "save_pretrained"):  # CCD: the encoder's folder plus its own record
         return Path(model.save_pretrained(out))
     enc = model.encoder
     if not isinstance(enc, HFTextEncoder):
-        raise CLIError(f"export: {type(model).__name__} has a {type(enc).__name__} encoder; only Hugging Face text "
+        raise UserError(f"export: {type(model).__name__} has a {type(enc).__name__} encoder; only Hugging Face text "
                        "encoders (encoder: hf) are exported")
     return enc.save_pretrained(out)

@@ -9,11 +9,9 @@ from typing import Any
 
 import yaml
 
+from faircl.runs.user_error import UserError
+
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
-
-
-class CLIError(Exception):
-    """A usage or configuration error of the ``faircl`` command: printed as one line, exit status 2."""
 
 
 # ----------------------------------------------------------------------------------------------------- configs
@@ -32,7 +30,7 @@ def resolve_config(value: str) -> str:
         if cand.is_file():
             return str(cand)
     near = [n for n in shipped_configs() if name.split("/")[0] in n][:8]
-    raise CLIError(f"config {value!r} not found: it is neither a file nor a shipped config name "
+    raise UserError(f"config {value!r} not found: it is neither a file nor a shipped config name "
                    f"(<method>/<dataset>, e.g. {', '.join(near or shipped_configs()[:4])}; list them all with "
                    "`faircl configs`)")
 
@@ -66,29 +64,29 @@ def read_config(path: str | Path) -> dict[str, Any]:
     """The mapping in the YAML config ``path`` (plain data only: ``yaml.safe_load``).
 
     Raises:
-        CLIError: unreadable file, malformed YAML (with the line and column), a Python tag such as
+        UserError: unreadable file, malformed YAML (with the line and column), a Python tag such as
             ``!!python/object/apply`` (never constructed, never run), or a top level that is not a mapping.
     """
     path = Path(path)
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as err:
-        raise CLIError(f"config {str(path)!r}: cannot be read ({type(err).__name__}: {err})") from None
+        raise UserError(f"config {str(path)!r}: cannot be read ({type(err).__name__}: {err})") from None
     try:
         data = yaml.safe_load(text)
     except yaml.constructor.ConstructorError as err:
         where = f"line {err.problem_mark.line + 1}: " if err.problem_mark is not None else ""
         tag = (err.problem or "").split("tag", 1)[-1].strip(" '")
-        raise CLIError(f"config {str(path)!r}: {where}the tag {tag!r} is refused: a config holds plain data only "
+        raise UserError(f"config {str(path)!r}: {where}the tag {tag!r} is refused: a config holds plain data only "
                        "(faircl never constructs objects or runs code from a config)") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise CLIError(f"config {str(path)!r}: malformed YAML: {where}{problem}") from None
+        raise UserError(f"config {str(path)!r}: malformed YAML: {where}{problem}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise CLIError(f"config {str(path)!r}: expected a mapping of sections (trainer:, model:, data:), got a "
+        raise UserError(f"config {str(path)!r}: expected a mapping of sections (trainer:, model:, data:), got a "
                        f"{type(data).__name__}")
     return data
