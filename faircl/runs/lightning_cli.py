@@ -48,15 +48,15 @@ from faircl.runs.user_error import UserError
 
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
 #: Lightning warnings that carry no advice for a faircl run (the datamodules choose workers and shard themselves;
-#: evaluation never needs the checkpoint callback; a torch / Lightning deprecation inside Lightning itself).
-QUIET = (r".*does not have many workers.*", r".*smaller than the logging interval.*",
-         r".*callbacks used to create the checkpoint need to be provided.*", r".*LeafSpec.*is deprecated.*",
+#: evaluation never needs the checkpoint callback; a torch / Lightning deprecation inside Lightning itself; a run on a
+#: machine that has SLURM but was not started by ``srun``: the cluster guide says when to use it).
+QUIET = (r".*does not have many workers.*", r".*smaller than the logging interval.*", r".*LeafSpec.*is deprecated.*",
+         r".*callbacks used to create the checkpoint need to be provided.*", r".*`srun` command is available.*",
          r".*args parameter is intended to run from within Python.*",
          # the metrics faircl logs are already global (torchmetrics states synced across processes; the stage is the
          # same on every rank; the train terms are logged with sync_dist): Lightning's advice to sync is moot
          r"(?s).*self\.log\('(val|test|train)/.*sync_dist=True.*", r"(?s).*self\.log\('stage'.*sync_dist=True.*")
-#: On ``fit --ckpt_path``: the checkpoint callback starts in a new folder, and :class:`~faircl.runs.callbacks.CarryBest`
-#: carries the best of the resumed run over (Lightning says it would not).
+#: On ``fit --ckpt_path``: the checkpoint callback starts in a new folder; :class:`CarryBest` carries the best over.
 RESUME_QUIET = r"(?s).*The dirpath has changed from.*won't be reloaded.*"
 #: Lines of Lightning's log that say nothing to a faircl user: the promotion of a hosted logging service, printed by
 #: every Trainer without one, and the absent accelerators (a present GPU is still reported).
