@@ -62,7 +62,8 @@ def launch_info() -> dict[str, Any]:
     array, task = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")
     job_id = f"{array}_{task}" if array and task else os.environ.get("SLURM_JOB_ID")
     launcher = os.environ.get(LAUNCHER_ENV) or ("slurm" if job_id else "direct")
-    return {"launcher": launcher, "job_id": job_id, "log": os.environ.get(LOG_ENV)}
+    log = os.environ.get(LOG_ENV)
+    return {"launcher": launcher, "job_id": job_id, "log": os.path.abspath(log) if log else None}
 
 
 def resolve_target(target: str) -> Callable[..., Any]:
