@@ -178,21 +178,13 @@ def run_one(folder: str) -> int:
     """Fit and test the run in ``folder`` (its ``config.yaml``, and its ``selection.yaml`` / ``evaluate.yaml``) in this
     process with :func:`faircl.runs.engine.fit_then_test`, which writes ``run.json`` when both succeeded. The target
     each launcher starts; returns the exit status (2 for the user's error, in one line at the end of the log)."""
-    from faircl.runs.engine import fit_then_test, user_path  # deferred: Lightning, imported once by the worker
-    from faircl.runs.user_error import is_usage_error, user_message  # deferred: with faircl.runs.engine
+    from faircl.runs.engine import run_folder, user_path  # deferred: Lightning, imported once by the worker
 
     root = Path(folder)
     user_path()  # the folder a user's method is imported from
     choose = _pick_checkpoint if (root / "selection.yaml").is_file() else None
     after = _score_embeddings if (root / "evaluate.yaml").is_file() else None
-    try:
-        fit_then_test(root, ["--config", str(root / "config.yaml")], choose=choose, after=after)
-    except Exception as err:
-        if not is_usage_error(err):
-            raise
-        print(f"faircl: error: {user_message(err)}", file=sys.stderr, flush=True)
-        return 2
-    return 0
+    return run_folder(folder, choose=choose, after=after)
 
 
 def _score_embeddings(root: Path, test: Any) -> dict[str, Any]:

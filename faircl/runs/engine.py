@@ -98,12 +98,12 @@ def _within(path: Path, root: Path) -> str:
         return str(path)
 
 
-def run_folder(folder: str) -> int:
-    """Fit and test the run whose ``config.yaml`` is in ``folder``; returns the exit status (2 for the user's error,
-    in one line at the end of the log)."""
+def run_folder(folder: str, choose: Choose | None = None, after: After | None = None) -> int:
+    """Fit and test the run whose ``config.yaml`` is in ``folder`` (:func:`fit_then_test`); returns the exit status
+    (2 for the user's error, in one line at the end of the log)."""
     root = Path(folder)
     try:
-        fit_then_test(root, ["--config", str(root / "config.yaml")])
+        fit_then_test(root, ["--config", str(root / "config.yaml")], choose=choose, after=after)
     except Exception as err:
         if not is_usage_error(err):
             raise

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from faircl.runs.pool import PRELOAD, RunPool, follow_owner
+from faircl.runs.pool import PRELOAD, RunPool, follow_owner, output_to
 
 __all__ = ["Executor", "FreshProcesses", "Job", "LocalPool", "call_target", "launch_info"]
 
@@ -78,12 +78,7 @@ def call_target(target: str, args: tuple, log: str | None = None, env: dict[str,
     os.environ.update(env or {})
     if log is not None:
         os.environ.setdefault(LOG_ENV, str(log))
-        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        os.close(fd)
+        output_to(log, append=True)
     try:
         return int(resolve_target(target)(*args) or 0)
     except Exception:

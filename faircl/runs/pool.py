@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PRELOAD", "RunPool", "follow_owner", "needs_fresh_process"]
+__all__ = ["PRELOAD", "RunPool", "follow_owner", "needs_fresh_process", "output_to"]
 
 #: what the server imports before its first fork: the command and everything a fit and a test import on first use
 #: (the leakage probes' scikit-learn, the report's matplotlib, rich and pandas, ColoredDigits' ``sklearn.datasets``),
@@ -77,6 +77,16 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def output_to(log: str | Path, append: bool = False) -> None:
+    """Send this process's stdout and stderr (file descriptors 1 and 2, so its children's too) to ``log``."""
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC), 0o644)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
 def _child(target: Callable[..., Any] | str, args: tuple, log: str | None, cwd: str | None,
            env: dict[str, str], owner: int) -> None:
     """A forked run: ``target(*args)`` with its output in ``log``, in ``cwd``, with ``env`` added; its return value
@@ -84,12 +94,7 @@ def _child(target: Callable[..., Any] | str, args: tuple, log: str | None, cwd: 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the process group: the owner handles it
     follow_owner(owner)
     if log is not None:
-        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        os.close(fd)
+        output_to(log)
     if cwd is not None:
         os.chdir(cwd)
     os.environ.update(env)
