@@ -101,7 +101,7 @@ def _sbatch_option(option: str, where: str) -> tuple[str, Any]:
 
 def available() -> str | None:
     """None when a SLURM cluster answers here (``sbatch`` and ``squeue`` on PATH, and ``sinfo`` lists a node that is
-    up: idle, mixed or allocated, within 5 s); else the reason, in one line."""
+    up: idle, mixed, allocated or completing a job, within 5 s); else the reason, in one line."""
     for command in ("sbatch", "squeue", "sinfo"):
         if shutil.which(command) is None:
             return f"no SLURM cluster: {command} is not on PATH"
@@ -112,7 +112,7 @@ def available() -> str | None:
     if res.returncode != 0:
         return f"no SLURM cluster: sinfo failed ({(res.stderr.strip().splitlines() or ['no message'])[-1]})"
     states = res.stdout.split()
-    if not any(s.rstrip("~") in ("idle", "mix", "alloc") for s in states):
+    if not any(s.rstrip("~*#") in ("idle", "mix", "alloc", "comp") for s in states):  # comp: a job is ending
         return f"no SLURM node is up (sinfo states: {', '.join(sorted(set(states))) or 'no nodes'})"
     return None
 
