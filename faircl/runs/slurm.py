@@ -112,7 +112,7 @@ def available() -> str | None:
     if res.returncode != 0:
         return f"no SLURM cluster: sinfo failed ({(res.stderr.strip().splitlines() or ['no message'])[-1]})"
     states = res.stdout.split()
-    if not any(s.rstrip("~#") in ("idle", "mix", "alloc", "comp") for s in states):  # comp: a job is ending; idle*: not responding
+    if not any(s.rstrip("~#") in ("idle", "mix", "alloc", "comp") for s in states):  # idle*: not responding
         return f"no SLURM node is up (sinfo states: {', '.join(sorted(set(states))) or 'no nodes'})"
     return None
 

@@ -99,9 +99,12 @@ def test_the_cluster_gives_the_local_verdicts_and_records_its_jobs(folder):
     print("slurm bench jobs:", sorted(r["job_id"] for r in runs))
 
 
-def _tasks(name_filter: str = "faircl") -> list[tuple[str, str]]:
-    res = subprocess.run(["squeue", "-h", "-r", "-o", "%i %T %j"], capture_output=True, text=True)
-    return [tuple(line.split()[:2]) for line in res.stdout.splitlines() if name_filter in line]
+def _running_tasks(log_folder: Path) -> list[str]:
+    """The running tasks of the arrays whose submitit files are in ``log_folder`` (this bench's, not another's)."""
+    arrays = {p.name.split("_")[0] for p in log_folder.glob("*_*")} if log_folder.is_dir() else set()
+    res = subprocess.run(["squeue", "-h", "-r", "-o", "%i %T"], capture_output=True, text=True)
+    tasks = [line.split()[:2] for line in res.stdout.splitlines() if line.strip()]
+    return [job for job, state in tasks if state == "RUNNING" and job.split("_")[0] in arrays]
 
 
 def test_a_job_cancelled_mid_run_is_reported_and_run_again_with_nothing_lost(folder):
@@ -110,7 +113,7 @@ def test_a_job_cancelled_mid_run_is_reported_and_run_again_with_nothing_lost(fol
     victim = None
     deadline = time.monotonic() + 300
     while victim is None and time.monotonic() < deadline and proc.poll() is None:
-        running = [job for job, state in _tasks() if state == "RUNNING"]
+        running = _running_tasks(folder / "cancelled" / "slurm")
         victim = running[0] if running else None
         time.sleep(0.5)
     assert victim is not None, "no task of the bench's array was seen running"
