@@ -26,14 +26,15 @@ lint: $(STAMP)
 # faircl's bytecode first: where PYTHONDONTWRITEBYTECODE is set, every process the tests start (console commands,
 # DDP ranks, the run pool's server) would otherwise compile faircl again.
 # make test: everything but the end-to-end runs (marked e2e: console commands over the public data, several
-# processes, whole benchmark and sweep runs), which make test-e2e runs; CI runs both, plain `pytest` runs all.
+# processes, whole benchmark and sweep runs, the SLURM cluster tests), which make test-e2e runs, naming each that
+# passed and why each skip was skipped; CI runs both, plain `pytest` runs all.
 test: $(STAMP)
 	$(PY) -m compileall -q faircl > /dev/null
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -rs -m "not e2e" --durations=30
 
 test-e2e: $(STAMP)
 	$(PY) -m compileall -q faircl > /dev/null
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -rs -m e2e --durations=15
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -rsp -m e2e --durations=15
 
 test-long: $(STAMP)
 	FAIRCL_LONG_TESTS=1 HF_HUB_OFFLINE=1 $(PY) -m pytest -q -rs --durations=15
