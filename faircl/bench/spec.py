@@ -45,9 +45,13 @@ A claim on a ``statistic`` names a scalar of the test report that involves no at
 ``cluster_dominance``: the largest K-means cluster's share of the test embeddings): it is decided from the runs'
 values paired by seed (a t-test over seeds, in the same family), with no attribute null, because there is no
 group to permute.
-``--quick`` merges the ``quick`` block over the protocol. The cache key of a baseline run is the hash of the resolved
-protocol (:meth:`Protocol.key`): editing a protocol (or bumping its ``version``) retrains its baselines, nothing
-else does.
+``--quick`` merges the ``quick`` block over the protocol. Every file is checked whole when it is read, its quick
+variant too, whatever ``--quick`` says: a bad key or value is one line naming the file and the key. A claim's ``gap``
+is one the claims are decided on from the runs' rows (:data:`faircl.eval.baseline.ROW_GAPS`), its ``utility``
+accuracy or balanced accuracy; ``data.class_path`` names a faircl datamodule (:data:`faircl.data.DATAMODULES`) or a
+dotted path, which :mod:`faircl.bench.checks` imports and builds before any run, with the baselines. The cache
+key of a baseline run is the hash of the resolved protocol (:meth:`Protocol.key`): editing a protocol (or bumping its
+``version``) retrains its baselines, nothing else does.
 """
 
 from __future__ import annotations
@@ -65,8 +69,11 @@ from typing import Any, Union
 import yaml
 
 from faircl.bench.checkpoint_selection import check_selection
-from faircl.runs.user_error import UserError
+from faircl.data import DATAMODULES
 from faircl.data.locations import DATA_ENV, default_data_dir
+from faircl.eval.baseline import ROW_GAPS
+from faircl.eval.verdicts import GAP_METRICS
+from faircl.runs.user_error import UserError
 
 __all__ = ["Claim", "Protocol", "SUITES", "deep_merge", "file_keys", "load_suite", "suite_names"]
 
@@ -83,6 +90,8 @@ EVALUATE_DEFAULTS: dict[str, Any] = {"seat_max": None, "crows_max": None, "stere
                                      "bias_ir_queries": None, "utility_per_class": 10, "batch_size": 64}
 #: metadata of a :class:`Protocol` field that the loader fills in: not a key of a protocol file
 _LOADER = {"in_file": False}
+#: the utilities a claim may keep: the metrics the claims are decided on that are not gaps
+_UTILITIES = tuple(m for m in GAP_METRICS if m not in ROW_GAPS)
 
 
 def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -286,8 +295,8 @@ def _resolve(name: str, files: dict[str, Path], seen: tuple[str, ...] = ()) -> d
     return merged
 
 
-def _claim(path: Path, i: int, item: Any, baselines: dict[str, Any]) -> Claim:
-    where = f"{path}: claims[{i}]"
+def _claim(file: str, i: int, item: Any, baselines: dict[str, Any]) -> Claim:
+    where = f"{file}: claims[{i}]"
     if not isinstance(item, dict):
         raise UserError(f"bench: {where} must be a mapping {{gap, baseline, ...}}, got {item!r}")
     named = [k for k in ("gap", "score", "statistic") if k in item]
@@ -296,6 +305,11 @@ def _claim(path: Path, i: int, item: Any, baselines: dict[str, Any]) -> Claim:
                        "the embeddings suite) or 'statistic' (a scalar of the test report with no attribute, e.g. "
                        f"cluster_dominance), got {item!r}")
     c = _checked(Claim, {**item, "gap": item[named[0]]}, where, "a claim")
+    if named == ["gap"] and c["gap"] not in ROW_GAPS:  # what results.py decides a gap on: the runs' rows
+        raise UserError(f"bench: {where}: gap {c['gap']!r} is not a gap a claim is decided on (the gaps recomputed "
+                       f"from the runs' rows: {', '.join(ROW_GAPS)})")
+    if c.get("utility", "accuracy") not in _UTILITIES:
+        raise UserError(f"bench: {where}: utility {c['utility']!r} is not one of {', '.join(_UTILITIES)}")
     if c["baseline"] not in baselines:
         raise UserError(f"bench: {where} names baseline {c['baseline']!r}, not one of {sorted(baselines)}")
     if "score" in c and c["score"] not in ITEM_SCORES:
@@ -311,44 +325,59 @@ def _protocol(name: str, suite: str, files: dict[str, Path], quick: bool) -> Pro
     raw = _resolve(name, files)
     if raw.get("name", name) != name:
         raise UserError(f"bench: {path} says name: {raw['name']!r}; a protocol's name is its file name ({name!r})")
-    if quick and isinstance(raw.get("quick"), dict):
-        raw = deep_merge(raw, raw["quick"])
-    raw.pop("quick", None)
+    block = raw.pop("quick", None)
+    if block is not None and not isinstance(block, dict):
+        raise UserError(f"bench: {path}: 'quick' must be a mapping (the keys --quick merges over the protocol), got "
+                       f"{block!r}")
+    # the whole file is checked whatever the options: the protocol, then its quick variant (where only the latter
+    # fails, its quick block is the reason)
+    full = _variant(name, suite, str(path), raw, False, str(path))
+    short = _variant(name, suite, str(path), deep_merge(raw, block or {}), True, f"{path}: quick")
+    return short if quick else full
+
+
+def _variant(name: str, suite: str, source: str, raw: dict[str, Any], quick: bool, where: str) -> Protocol:
+    """One variant of a protocol (``raw``: resolved, ``quick`` merged or not) checked; errors name ``where``."""
     values = {k: v for k, v in raw.items() if k != "extends"}
     if isinstance(values.get("applies_to"), str):  # one class name or a list of them
         values["applies_to"] = [values["applies_to"]]
-    values = _checked(Protocol, values, str(path), "a protocol")
+    values = _checked(Protocol, values, where, "a protocol")
     # what the types cannot say
-    if "class_path" not in values["data"]:
-        raise UserError(f"bench: {path}: 'data' must be {{class_path: <datamodule>, init_args: {{...}}}}")
+    data_class = values["data"].get("class_path")
+    if not isinstance(data_class, str) or not isinstance(values["data"].get("init_args", {}), dict):
+        raise UserError(f"bench: {where}: 'data' must be {{class_path: <datamodule>, init_args: {{...}}}}")
+    if "." not in data_class and data_class not in DATAMODULES:  # a dotted path is imported before any run
+        raise UserError(f"bench: {where}: data.class_path {data_class!r} is not a faircl datamodule "
+                       f"({', '.join(sorted(DATAMODULES))}); a class of your own is given by its dotted path "
+                       "(my_data.MyData for class MyData in my_data.py of the current folder)")
     if not values["baselines"] or not all(isinstance(b, dict) and "class_path" in b
                                           for b in values["baselines"].values()):
-        raise UserError(f"bench: {path}: 'baselines' must map names to {{class_path: <method>, init_args: ...}}")
+        raise UserError(f"bench: {where}: 'baselines' must map names to {{class_path: <method>, init_args: ...}}")
     if not values["claims"]:
-        raise UserError(f"bench: {path}: 'claims' must be a non-empty list of {{gap, baseline, ...}}")
+        raise UserError(f"bench: {where}: 'claims' must be a non-empty list of {{gap, baseline, ...}}")
     scores = [c["score"] for c in values["claims"] if isinstance(c, dict) and c.get("score")]
     if scores and "evaluate" not in values:
-        raise UserError(f"bench: {path}: claims on {scores} need an 'evaluate' block (the bias sets' subset sizes; "
+        raise UserError(f"bench: {where}: claims on {scores} need an 'evaluate' block (the bias sets' subset sizes; "
                        "{} for all items)")
     unknown = sorted(set(values.get("evaluate") or {}) - set(EVALUATE_DEFAULTS))
     if unknown:
-        raise UserError(f"bench: {path}: 'evaluate' must be a mapping of {', '.join(EVALUATE_DEFAULTS)}; unknown "
+        raise UserError(f"bench: {where}: 'evaluate' must be a mapping of {', '.join(EVALUATE_DEFAULTS)}; unknown "
                        f"key {unknown[0]!r}")
     rows_arg = values.get("test_rows")
     if rows_arg is not None and not isinstance(values["data"].get("init_args", {}).get(rows_arg), int):
-        raise UserError(f"bench: {path}: 'test_rows' must name an integer argument of data.init_args (e.g. n_test), "
+        raise UserError(f"bench: {where}: 'test_rows' must name an integer argument of data.init_args (e.g. n_test), "
                        f"got {rows_arg!r}")
     effect = values.get("smallest_effect")
     if effect is not None and not (0 < effect < 1 and values.get("smallest_effect_reason", "").strip()):
-        raise UserError(f"bench: {path}: 'smallest_effect' must be a fraction in (0, 1) (0.02 = 2 points) with its "
+        raise UserError(f"bench: {where}: 'smallest_effect' must be a fraction in (0, 1) (0.02 = 2 points) with its "
                        f"'smallest_effect_reason', got {effect!r}")
     if "applies_to" in values and not values["applies_to"]:
-        raise UserError(f"bench: {path}: 'applies_to' must name a method class or a list of them")
+        raise UserError(f"bench: {where}: 'applies_to' must name a method class or a list of them")
     return Protocol(**{
-        **values, "name": name, "suite": suite, "quick": quick, "source": str(path), "raw": raw,
+        **values, "name": name, "suite": suite, "quick": quick, "source": source, "raw": raw,
         "title": values.get("title", name), "notes": values.get("notes", "").strip(),
-        "selection": check_selection(dict(values.get("selection") or {}), str(path)),
-        "claims": [_claim(path, i, c, values["baselines"]) for i, c in enumerate(values["claims"])],
+        "selection": check_selection(dict(values.get("selection") or {}), where),
+        "claims": [_claim(where, i, c, values["baselines"]) for i, c in enumerate(values["claims"])],
         "applies_to": tuple(values.get("applies_to") or ()),
         "evaluate": {**EVALUATE_DEFAULTS, **values["evaluate"]} if values.get("evaluate") is not None else {}})
 

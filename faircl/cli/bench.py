@@ -40,6 +40,7 @@ import yaml
 from jsonargparse import ActionConfigFile, ArgumentParser
 
 from faircl.bench.checkpoint_selection import describe
+from faircl.bench.checks import check_bench, method_importable
 from faircl.bench.runner import BENCH_PRELOAD, MethodSpec, default_cache, plan, resolve_method
 from faircl.bench.spec import Protocol, deep_merge, load_suite, suite_names
 from faircl.runs.config_files import option_value
@@ -318,6 +319,7 @@ def bench(argv: list[str]) -> int:
 
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # --method my_method.MyLoss: ./my_method.py
+    method_importable(argv)  # a syntax error in --method's module: one line, before the parser imports it
     opts = _options(argv)
     if opts.list:
         return _list()
@@ -348,6 +350,7 @@ def bench(argv: list[str]) -> int:
     if not runnable:
         raise UserError(f"bench: {method.label} runs on no protocol of {opts.suite!r}: "
                        + "; ".join(f"{n}: {w}" for n, w in skipped))
+    check_bench(runnable, method, opts.against, _built_once)  # the classes named and --against, before any run
     _built_once(method, runnable[0])
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     if left_out:
