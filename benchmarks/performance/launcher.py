@@ -90,6 +90,7 @@ def main() -> None:
                                         log_folder=work / "slurm"))
     timed_run(local, jobs(work, 1, "warm"))  # untimed: the worker's start
     rows = []
+    load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
     for r in range(a.rounds):
         pair = {"local": local, "slurm": slurm}
@@ -112,7 +113,8 @@ def main() -> None:
         f"{os.cpu_count()} CPUs (`.ci/slurm-up`). Each round runs {a.runs} runs (`faircl fit` + `faircl test` of "
         "`ce/biased_features` at one epoch) on each launcher, in alternating order: forked from the pre-imported "
         "worker one after the other, and as one job array run one task at a time. Figures: median [distribution-free "
-        "95% interval of the median] over rounds.",
+        f"95% interval of the median] over rounds. Load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at "
+        "the end.",
         "",
         "| per run | local pool (s) | SLURM array (s) | overhead (s) | overhead (share of a local run) |",
         "|---|---|---|---|---|",
