@@ -13,17 +13,39 @@ objective: a single-objective study, pruned by Optuna's Lightning pruning callba
 seed; ``--pruner none`` turns it off). Several: a multi-objective study whose Pareto front is Optuna's
 (``study.best_trials``).
 
-Storage: ``<out>/study.db`` (SQLite, nothing to start) or ``--storage <database URL>``. A second ``faircl sweep
---out DIR --resume`` (on this machine or any sharing the storage and the folder) adds a worker; ``--trials N`` is the
-study's budget: a worker starts a trial only while the finished (complete or pruned) and running trials number fewer
-than N (two workers asking at the very same moment may overshoot it by one). A killed worker stops sending
-heartbeats: after ``2 × --heartbeat`` seconds its running trial is marked failed and queued again with the same
-arguments, and the next worker runs it first. The heartbeat is part of the study (``sweep.json`` and the study's
+Storage: ``<out>/study.db`` (SQLite, nothing to start), ``--storage <database URL>`` (``postgresql://...``), or
+``--storage journal:PATH`` (Optuna's journal file, also any path ending in ``.journal`` or ``.log``: nothing to start,
+safe on a filesystem several nodes share). A second ``faircl sweep --out DIR --resume`` (on this machine or any
+sharing the storage and the folder) adds a worker; ``--trials N`` is the study's budget: a worker starts a trial
+only while the finished (complete or pruned) and running trials number fewer than N (two workers asking at the very
+same moment may overshoot it by one). On a database a killed worker stops sending heartbeats: after
+``2 × --heartbeat`` seconds its running trial is marked failed and queued again with the same arguments, and the
+next worker runs it first. A journal has no heartbeat: each worker records itself (host, process, SLURM job) in its
+trial, and the others fail and queue again a trial whose worker is gone (its SLURM job ended, or its process on the
+same host), at once (:mod:`faircl.cli.study`). The heartbeat is part of the study (``sweep.json`` and the study's
 attributes): every worker, a resumed one included, beats and judges others at that interval. A worker whose budget
 is spent while other trials still run waits for them, before its first trial and after its last, and runs any of
-them whose worker is found dead, so a killed worker's trial is never lost. ``--resume`` continues a sweep that
-exists (its ``sweep.json`` or its study in ``--storage``) and refuses a folder that holds none.
-Exit status: 0, 2 for bad input (reported before any training), 1 when trials keep failing, 130 when interrupted.
+them whose worker is found dead, so a killed worker's trial is never lost (on a journal it stops waiting, saying so,
+when only trials of workers it cannot check are left: another host's, outside SLURM). ``--resume`` continues a sweep
+that exists (its ``sweep.json`` or its study in ``--storage``) and refuses a folder that holds none.
+
+Launchers (``--launcher``): ``local`` (default): this command is the worker, each seed forked from its pre-imported
+server (a multi-process trial: a fresh process); ``fresh``: each seed a fresh Python process; ``slurm``: the command
+checks its input (a cluster that answers, the pre-flight probe), creates the study, then submits ``--workers N``
+workers as one SLURM job array (:func:`faircl.cli.sweep_workers.worker_task`; each task asks for ``--slurm.*``, its
+seeds run in the task's process) and waits for them, reporting each task's end (job id, log; a failed task's SLURM
+log), then prints the summary. Its study is a journal file ``<out>/study.journal`` unless ``--storage`` names a
+database (SQLite is refused: unsafe where nodes share a filesystem); ``<out>`` must be on a filesystem the nodes
+share. Ctrl-C (or SIGTERM) cancels the array, the tasks' running trials are queued again, and the same command with
+``--resume`` submits workers again for what is left of the budget. Every seed's ``run.json`` records its launcher
+and SLURM job id. In ``faircl sweep`` a ``--config`` file is the trials' (``faircl fit``'s): give SLURM settings as
+``--slurm.*`` options or ``--slurm FILE.yaml``.
+
+    faircl sweep --config confair/synthbios --search model.lambda_fair=log:0.01:10 --trials 40 \
+        --launcher slurm --workers 8 --slurm.partition gpu --slurm.gpus_per_task 1 --slurm.time_min 240
+
+Exit status: 0, 2 for bad input (reported before any training or submission), 1 when trials keep failing (or a
+SLURM task failed), 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -31,7 +53,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
 import sys
 import tempfile
 import time
@@ -40,7 +61,6 @@ from pathlib import Path
 from typing import Any
 
 import lightning as L
-import numpy as np
 import optuna
 import sqlalchemy.exc
 from jsonargparse import ArgumentParser, Namespace
@@ -48,25 +68,16 @@ from optuna.trial import TrialState
 
 from faircl.runs.lightning_cli import run_cli
 from faircl.runs.user_error import UserError
-from faircl.cli.study import PRUNED_EXIT, build_pruner, open_storage, safe_url
+from faircl.cli.launchers import add_launcher_arguments, executor_from
+from faircl.cli.study import build_pruner, check_storage, journal_path, open_storage, safe_url
 from faircl.cli.search import Param, check_paths, override, parse_objectives, parse_search
-from faircl.runs.executors import FreshProcesses, Job, LocalPool
-from faircl.runs.folders import read_record
-from faircl.runs.pool import PRELOAD, needs_fresh_process
+from faircl.cli.sweep_workers import (DEFINITION, MAX_FAILURES_IN_A_ROW, SAMPLERS, TrialFailed, Worker,
+                                      budget_left, make_sampler, run_array, serve, work)
+from faircl.runs.executors import FreshProcesses
 from faircl.data.base import FairDataModule
 from faircl.methods.base import FairModule
 
-SAMPLERS = {"tpe": optuna.samplers.TPESampler, "random": optuna.samplers.RandomSampler,
-            "nsga2": optuna.samplers.NSGAIISampler, "qmc": optuna.samplers.QMCSampler,
-            "gp": optuna.samplers.GPSampler}
-#: a worker gives up after this many failed trials in a row (a broken setting, not bad luck)
-MAX_FAILURES_IN_A_ROW = 3
-DEFINITION = ("fit_args", "search", "objectives", "seeds", "sampler", "pruner")
-
-
-class TrialFailed(Exception):
-    """A trial's child process failed (its log is named in the message)."""
-
+__all__ = ["TrialFailed", "Worker", "budget_left", "preflight", "sweep", "sweep_parser", "work"]
 
 # ---------------------------------------------------------------------------------------------------- storage
 def _create_study(out: Path, storage_url: str, heartbeat: int, **kwargs: Any) -> optuna.Study:
@@ -110,7 +121,11 @@ def sweep_parser() -> SweepParser:
     p = SweepParser(
         prog="faircl sweep", exit_on_error=False, allow_abbrev=False, default_env=False,
         description="Hyper-parameter search with Optuna; every trial is a faircl fit + test. Arguments not listed "
-                    "here (--config, --model.*, --data.*, --trainer.*) go to each trial's `faircl fit`.")
+                    "here (--config, --model.*, --data.*, --trainer.*) go to each trial's `faircl fit`.",
+        epilog="--launcher slurm submits --workers N workers as one SLURM job array and waits for them (Ctrl-C "
+               "cancels it; the same command with --resume continues); the study is then a journal file, "
+               "<out>/study.journal, unless --storage names a database. --config is the trials' config here: give "
+               "the SLURM settings as --slurm.* options or --slurm FILE.yaml.")
     p.add_argument("--search", action="append", default=[], metavar="PATH=RANGE",
                    help="a searched argument, repeatable: LOW:HIGH[:STEP] | log:LOW:HIGH | int:[log:]LOW:HIGH | "
                         "choice:A,B")
@@ -120,7 +135,10 @@ def sweep_parser() -> SweepParser:
                                               "resumed sweep keeps its own)")
     p.add_argument("--seeds", type=str, help="seeds per trial: a count N (seeds 0..N-1) or a list 0,5,7; unset: 1")
     p.add_argument("--out", type=str, help="the sweep folder; unset: sweeps/<config name>")
-    p.add_argument("--storage", type=str, help="a database URL shared by the workers; unset: sqlite:///<out>/study.db")
+    p.add_argument("--storage", type=str, help="where the workers share the study: journal:PATH (Optuna's journal "
+                                               "file, or a path ending in .journal or .log) or a database URL "
+                                               "(sqlite:///PATH, postgresql://...); unset: sqlite:///<out>/study.db, "
+                                               "with --launcher slurm journal:<out>/study.journal")
     p.add_argument("--study", type=str, help="the study's name; unset: the sweep folder's name")
     p.add_argument("--resume", action="store_true", help="continue the sweep in --out, or join it as a worker")
     p.add_argument("--sampler", choices=sorted(SAMPLERS),
@@ -128,8 +146,12 @@ def sweep_parser() -> SweepParser:
     p.add_argument("--sampler_seed", type=int, help="seed of the sampler")
     p.add_argument("--pruner", choices=("median", "none"), help="prune unpromising trials (one objective only); "
                                                                  "unset: median for one objective")
-    p.add_argument("--heartbeat", type=int, help="seconds between a worker's heartbeats, stored with the study (a "
-                                                 "resumed sweep keeps its own); unset: 30")
+    p.add_argument("--heartbeat", type=int, help="seconds between a worker's heartbeats (a database) or its checks of "
+                                                 "the other workers (a journal), stored with the study (a resumed "
+                                                 "sweep keeps its own); unset: 30")
+    add_launcher_arguments(p, "the sweep's workers")
+    p.add_argument("--workers", type=int, default=1, help="workers to submit as one SLURM job array (--launcher "
+                                                           "slurm); each runs trials until the budget is spent")
     return p
 
 
@@ -200,19 +222,6 @@ class _quiet_probe:
         self.logger.removeFilter(self.filter)
 
 
-class _NoInterruptTraceback(logging.Filter):
-    """Optuna logs a trial ended by Ctrl-C / SIGTERM as a failure, with its traceback and a second "failed with value
-    None" line; the worker says it in one line instead."""
-
-    interrupted = False
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and isinstance(record.exc_info[1], KeyboardInterrupt):
-            self.interrupted = True
-            return False
-        return not (self.interrupted and "failed with value None" in record.getMessage())
-
-
 def preflight(definition: dict[str, Any], out: Path) -> None:
     """Instantiate the method, datamodule and trainer once with every searched argument set, check the searched
     paths, and run one validation batch on the untrained weights to check that every objective is logged."""
@@ -234,107 +243,11 @@ def preflight(definition: dict[str, Any], out: Path) -> None:
                            f"{name!r}; its validation metrics: {', '.join(logged) or 'none'}")
 
 
-# ---------------------------------------------------------------------------------------------------- trials
-class Worker:
-    """One worker process of a sweep: Optuna's ``study.optimize`` over ``objective``."""
-
-    def __init__(self, study: optuna.Study, definition: dict[str, Any], out: Path, storage_url: str,
-                 trials: int) -> None:
-        self.study, self.definition, self.out, self.storage_url = study, definition, out, storage_url
-        self.params = [Param.from_dict(d) for d in definition["search"]]
-        self.failures, self.trials = 0, trials
-        # a multi-process trial is a fresh process (Lightning's launcher re-runs its command line); else each seed is
-        # forked from the worker's pre-imported server: start-up is paid once per worker
-        self.executor = (FreshProcesses() if needs_fresh_process(definition["fit_args"])
-                         else LocalPool((*PRELOAD, "faircl.cli.trial")))
-
-    def objective(self, trial: optuna.Trial) -> float | tuple[float, ...]:
-        values = {p.path: p.suggest(trial) for p in self.params}
-        trial_dir = self.out / "trials" / f"trial_{trial.number:04d}"
-        trial_dir.mkdir(parents=True, exist_ok=True)
-        objectives = self.definition["objectives"]
-        prune = objectives[0][0] if self.definition["pruner"] != "none" and len(objectives) == 1 else None
-        spec = {"fit_args": [*self.definition["fit_args"], *[override(p, values[p.path]) for p in self.params]],
-                "seeds": self.definition["seeds"], "storage": self.storage_url, "study": self.study.study_name,
-                "trial_id": trial._trial_id, "trial": trial.number, "prune": prune,
-                "pruner": self.definition["pruner"]}
-        (trial_dir / "trial_spec.json").write_text(json.dumps(spec, indent=2))
-        frozen = next(t for t in self.study.get_trials(deepcopy=False) if t.number == trial.number)
-        retry_of = frozen.user_attrs.get("retry_of", frozen.system_attrs.get("failed_trial"))
-        print(f"faircl sweep: trial {trial.number} {values}" + (f" (retry of trial {retry_of})" if retry_of is not None
-                                                                  else ""), file=sys.stderr, flush=True)
-        results = []
-        for index, seed in enumerate(spec["seeds"]):
-            log, folder = trial_dir / f"seed_{seed}.log", trial_dir / f"seed_{seed}"
-            job = Job(f"trial {trial.number} · seed {seed}", "faircl.cli.trial:run_seed", (str(trial_dir), str(index)),
-                      folder, log)
-            codes: list[int] = []
-            try:
-                self.executor.run([job], lambda _job, code, _info: codes.append(code))
-            except KeyboardInterrupt:
-                self.study.enqueue_trial(values, user_attrs={"retry_of": trial.number}, skip_if_exists=False)
-                raise
-            code, record = codes[0], read_record(folder)
-            if code == PRUNED_EXIT:
-                raise optuna.TrialPruned(f"trial {trial.number} pruned (seed {seed}); log: {log}")
-            if code != 0 or record is None or record.get("state") != "complete":
-                tail = " | ".join(log.read_text().strip().splitlines()[-3:]) if log.is_file() else ""
-                raise TrialFailed(f"trial {trial.number}, seed {seed}: exit status {code}; see {log}: {tail}")
-            results.append(record)
-        return self._finish(trial, values, results, retry_of)
-
-    def _finish(self, trial: optuna.Trial, values: dict[str, Any], results: list[dict[str, Any]],
-                retry_of: int | None) -> float | tuple[float, ...]:
-        names = [n for n, _ in self.definition["objectives"]]
-        per_seed = {n: [float(r["val"].get(n, float("nan"))) for r in results] for n in names}
-        mean = {n: float(np.mean(v)) for n, v in per_seed.items()}
-        std = {n: float(np.std(v, ddof=1)) if len(v) > 1 else 0.0 for n, v in per_seed.items()}
-        summary = {"trial": trial.number, "params": values, "seeds": [r["seed"] for r in results],
-                   "objectives": self.definition["objectives"], "mean": mean, "std": std, "per_seed": per_seed,
-                   "runs": results, "retry_of": retry_of, "state": "complete"}
-        trial_dir = self.out / "trials" / f"trial_{trial.number:04d}"
-        tmp = trial_dir / "trial.json.tmp"
-        tmp.write_text(json.dumps(summary, indent=2))
-        tmp.replace(trial_dir / "trial.json")
-        for key in ("mean", "std", "per_seed"):
-            trial.set_user_attr(key, summary[key])
-        trial.set_user_attr("dir", str(trial_dir))
-        self.failures = 0
-        out = tuple(mean[n] for n in names)
-        return out[0] if len(out) == 1 else out
-
-    def after_trial(self, study: optuna.Study, frozen: optuna.trial.FrozenTrial) -> None:
-        if frozen.state == TrialState.FAIL:
-            self.failures += 1
-        if self.failures >= MAX_FAILURES_IN_A_ROW or budget_left(study, self.trials) <= 0:
-            study.stop()
-
-
-def budget_left(study: optuna.Study, trials: int) -> int:
-    """Trials a worker may still start: ``trials`` minus the finished (complete or pruned) and the running ones
-    (after failing those whose worker stopped beating). Queued retries are always run."""
-    optuna.storages.fail_stale_trials(study)
-    states = [t.state for t in study.get_trials(deepcopy=False)]
-    if TrialState.WAITING in states:
-        return max(1, states.count(TrialState.WAITING))
-    return trials - sum(s in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING) for s in states)
-
-
-def work(study: optuna.Study, worker: Worker, trials: int, heartbeat: int) -> None:
-    """Run trials while the budget allows. While other trials fill the budget (before this worker's first trial and
-    after its last) wait for them: one whose worker stops beating is failed and queued again after ``2 × heartbeat``
-    seconds, and this worker runs it."""
-    while worker.failures < MAX_FAILURES_IN_A_ROW:
-        if budget_left(study, trials) > 0:
-            study.optimize(worker.objective, catch=(TrialFailed,), gc_after_trial=True, callbacks=[worker.after_trial])
-            continue
-        if not study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            return
-        time.sleep(heartbeat)
-
-
 def _stored_sweep(storage_url: str, study_name: str) -> dict[str, Any] | None:
     """The sweep record stored with study ``study_name`` in a database, or ``None`` when there is no such study."""
+    path = journal_path(storage_url)
+    if path is not None and not path.is_file():  # opening a journal would create it
+        return None
     try:
         study = optuna.load_study(study_name=study_name, storage=open_storage(storage_url))
     except KeyError:
@@ -364,6 +277,23 @@ def _summary(study: optuna.Study, definition: dict[str, Any], out: Path) -> None
 
 
 # ---------------------------------------------------------------------------------------------------- entry point
+def _storage(given: str | None, saved: dict[str, Any] | None, out: Path, launcher: str) -> str:
+    """The study's storage: ``--storage``, else the sweep's own, else SQLite in ``out`` (a journal file with
+    ``--launcher slurm``: SQLite's locks are unsafe on a filesystem several nodes share)."""
+    url = check_storage(given) if given else (saved or {}).get("storage")
+    if url is None and launcher == "slurm":
+        url = f"journal:{(out / 'study.journal').resolve()}"
+        print(f"faircl sweep: --launcher slurm: the study is kept in {url[len('journal:'):]} (Optuna's journal file: "
+              "SQLite is unsafe where several nodes share a filesystem; --storage postgresql://... for a database)",
+              file=sys.stderr)
+    url = url or f"sqlite:///{(out / 'study.db').resolve()}"
+    if launcher == "slurm" and url.startswith("sqlite"):
+        raise UserError(f"--launcher slurm: the study is in SQLite ({url}), which is unsafe where several nodes share "
+                        "a filesystem; give --storage journal:PATH or postgresql://... to a new sweep, or resume this "
+                        "one with --launcher local")
+    return url
+
+
 def sweep(argv: list[str]) -> int:
     """``faircl sweep ...``; returns the exit status."""
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
@@ -375,13 +305,21 @@ def sweep(argv: list[str]) -> int:
         raise UserError(f"--trials must be >= 1, got {opts.trials}")
     if opts.heartbeat is not None and opts.heartbeat < 1:
         raise UserError(f"--heartbeat must be >= 1 second, got {opts.heartbeat}")
+    if opts.workers < 1 or (opts.workers > 1 and opts.launcher != "slurm"):
+        raise UserError(f"--workers {opts.workers}: expected 1, or with --launcher slurm a count >= 1 (on this "
+                        "machine, add a worker with `faircl sweep --out DIR --resume`)")
     out = Path(opts.out) if opts.out else _default_out(fit_args)
+    # the cluster is asked before anything is made or trained
+    slurm = opts.slurm.as_dict() if isinstance(opts.slurm, Namespace) else opts.slurm
+    if isinstance(slurm, dict):
+        slurm.pop("__path__", None)  # jsonargparse's note of a --slurm FILE.yaml, not a setting
+    array = executor_from("slurm", slurm, out.resolve()) if opts.launcher == "slurm" else None
     saved_file = out / "sweep.json"
     saved = json.loads(saved_file.read_text()) if saved_file.is_file() else None
     if saved is not None and not opts.resume:
         raise UserError(f"{str(out)!r} already holds a sweep; pass --resume to continue it or to add a worker, or "
                        "choose another --out")
-    storage_url = opts.storage or (saved or {}).get("storage") or f"sqlite:///{(out / 'study.db').resolve()}"
+    storage_url = _storage(opts.storage, saved, out, opts.launcher)
     study_name = opts.study or (saved or {}).get("study") or out.resolve().name
     if saved is None and opts.resume:
         # a worker on another machine: the definition is stored with the study
@@ -412,27 +350,22 @@ def sweep(argv: list[str]) -> int:
     tmp.write_text(json.dumps(record, indent=2))
     tmp.replace(saved_file)
     directions = [d for _, d in definition["objectives"]]
-    # Optuna's defaults: TPE for one objective, NSGA-II for several (seeded by --sampler_seed)
-    name = definition["sampler"] or ("tpe" if len(directions) == 1 else "nsga2")
-    sampler = SAMPLERS[name](seed=opts.sampler_seed)
     study = _create_study(out, study_name=study_name, storage_url=storage_url, heartbeat=heartbeat,
-                          sampler=sampler, pruner=build_pruner(definition["pruner"]), directions=directions)
+                          sampler=make_sampler(definition["sampler"], len(directions), opts.sampler_seed),
+                          pruner=build_pruner(definition["pruner"]), directions=directions)
     study.set_user_attr("faircl_sweep", record)
-    worker = Worker(study, definition, out, storage_url, trials)
     start = time.perf_counter()
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # a terminated worker re-queues its trial
-    quiet = _NoInterruptTraceback()
-    optuna_log = logging.getLogger("optuna.study._optimize")
-    optuna_log.addFilter(quiet)
-    try:
-        work(study, worker, trials, heartbeat)
-    except KeyboardInterrupt:
-        print(f"faircl sweep: interrupted; the running trial is queued again. Continue with `faircl sweep --out "
-              f"{out} --resume`", file=sys.stderr)
+    if array is not None:  # the workers are the array's tasks; this command waits for them
+        code = run_array(array, study, out, opts.workers, opts.sampler_seed, heartbeat, argv)
+        if code == 130:
+            return code
+        print(f"faircl sweep: the workers ran for {time.perf_counter() - start:.0f} s", file=sys.stderr)
+        _summary(study, definition, out)
+        return code
+    worker = Worker(study, definition, out, storage_url, trials, heartbeat,
+                    executor=FreshProcesses() if opts.launcher == "fresh" else None)
+    if not serve(study, worker, trials, heartbeat, f"faircl sweep --out {out} --resume"):
         return 130
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        optuna_log.removeFilter(quiet)
     print(f"faircl sweep: this worker ran for {time.perf_counter() - start:.0f} s", file=sys.stderr)
     _summary(study, definition, out)
     if worker.failures >= MAX_FAILURES_IN_A_ROW:
