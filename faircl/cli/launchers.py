@@ -1,7 +1,8 @@
 """``--launcher local|fresh|slurm`` and the ``--slurm.*`` settings, shared by ``faircl bench`` and ``faircl sweep``.
 
-The settings are options (``--slurm.partition gpu --slurm.gpus_per_task 1``) or the ``slurm:`` section of a YAML file
-given with ``--config`` (jsonargparse reads both); they are checked before anything runs or is submitted.
+The settings are options (``--slurm.partition gpu --slurm.gpus_per_task 1``) or a YAML file of them
+(``--slurm cluster.yaml``; ``faircl bench --config FILE`` also reads its ``slurm:`` section); jsonargparse reads
+them, and they are checked before anything runs or is submitted.
 """
 
 from __future__ import annotations
@@ -29,14 +30,18 @@ def add_launcher_arguments(parser: Any, what: str) -> None:
     parser.add_argument("--slurm", type=SlurmSettings, default=SlurmSettings(), help=(
         "what each SLURM array task asks for (--launcher slurm): --slurm.partition, --slurm.gpus_per_task, "
         "--slurm.cpus_per_task, --slurm.mem_gb, --slurm.time_min, --slurm.array_parallelism, --slurm.extra_sbatch "
-        "(a list of sbatch options, e.g. '[qos=high]'), --slurm.log_folder (default: <out>/slurm); or the slurm: "
-        "section of a --config file"))
+        "(a list of sbatch options, e.g. '[qos=high]'), --slurm.log_folder (default: <out>/slurm); or --slurm "
+        "FILE.yaml, a mapping of these settings"))
 
 
 def slurm_settings(value: Any, out: Path) -> SlurmSettings:
     """The parsed ``--slurm`` value, checked (:meth:`SlurmSettings.from_mapping`), its log folder under ``out`` unless
     one was given."""
-    given = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else dict(value or {})
+    if dataclasses.is_dataclass(value):
+        given = dataclasses.asdict(value)
+    else:  # a jsonargparse Namespace (--slurm FILE.yaml, or the settings of a --config file)
+        given = value.as_dict() if hasattr(value, "as_dict") else dict(value or {})
+    given.pop("__path__", None)  # jsonargparse's note of the file the settings came from, not a setting
     if str(given.get("log_folder")) == str(SlurmSettings().log_folder):
         given["log_folder"] = out / "slurm"
     try:

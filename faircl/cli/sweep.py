@@ -310,10 +310,7 @@ def sweep(argv: list[str]) -> int:
                         "machine, add a worker with `faircl sweep --out DIR --resume`)")
     out = Path(opts.out) if opts.out else _default_out(fit_args)
     # the cluster is asked before anything is made or trained
-    slurm = opts.slurm.as_dict() if isinstance(opts.slurm, Namespace) else opts.slurm
-    if isinstance(slurm, dict):
-        slurm.pop("__path__", None)  # jsonargparse's note of a --slurm FILE.yaml, not a setting
-    array = executor_from("slurm", slurm, out.resolve()) if opts.launcher == "slurm" else None
+    array = executor_from("slurm", opts.slurm, out.resolve()) if opts.launcher == "slurm" else None
     saved_file = out / "sweep.json"
     saved = json.loads(saved_file.read_text()) if saved_file.is_file() else None
     if saved is not None and not opts.resume:
