@@ -49,6 +49,7 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FrozenTrial, TrialState
 
 from faircl.runs.executors import launch_info
+from faircl.runs.pool import alive
 from faircl.runs.user_error import UserError
 
 __all__ = ["OWNER", "PRUNED_EXIT", "build_pruner", "check_storage", "describe_owner", "fail_dead_trials",
@@ -188,20 +189,14 @@ def owner_alive(owner: dict[str, Any]) -> bool | None:
     # another job: squeue tells; this process's own job (a requeued task's earlier run, or a second worker started
     # in the same allocation) or none: its process tells
     if job and job != me["job_id"] and shutil.which("squeue"):
-        alive = _job_alive(str(job))
-        if alive is not None:
-            return alive
+        job_alive = _job_alive(str(job))
+        if job_alive is not None:
+            return job_alive
     if owner.get("host") != me["host"] or not isinstance(pid, int):
         return None
     if owner.get("started") is not None and me["started"] is not None:
         return _started(pid) == owner["started"]
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
+    return alive(pid)
 
 
 def fail_dead_trials(study: optuna.Study, heartbeat: int) -> list[FrozenTrial]:

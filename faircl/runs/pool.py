@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PRELOAD", "RunPool", "follow_owner", "needs_fresh_process", "output_to"]
+__all__ = ["PRELOAD", "RunPool", "alive", "follow_owner", "needs_fresh_process", "output_to"]
 
 #: what the server imports before its first fork: the command and everything a fit and a test import on first use
 #: (the leakage probes' scikit-learn, the report's matplotlib, rich and pandas, ColoredDigits' ``sklearn.datasets``),
@@ -58,16 +58,17 @@ def follow_owner(owner: int) -> None:
         try:
             select.select([os.pidfd_open(owner)], [], [])  # readable when the owner ends (Linux >= 5.3)
         except (AttributeError, OSError):
-            while _alive(owner):
+            while alive(owner):
                 time.sleep(0.5)
         os.kill(os.getpid(), signal.SIGKILL)
 
-    if not _alive(owner):
+    if not alive(owner):
         os.kill(os.getpid(), signal.SIGKILL)
     threading.Thread(target=watch, name="faircl-follow-owner", daemon=True).start()
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (on this machine)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
