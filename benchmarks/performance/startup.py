@@ -333,7 +333,7 @@ def write_fixed(path: Path, raw: dict) -> None:
     head, tail = (old[:history], old[history:]) if history >= 0 else (old, "")
     if SECTION in head:
         head = head[:head.index(SECTION)]
-    head = re.sub(r"\d+ after \(`faircl/cli/run_pool\.py`", f"{lines_of(AFTER)} after (`faircl/runs/pool.py`",
+    head = re.sub(r"\d+ after \(`faircl/(cli/run_pool|runs/pool)\.py`", f"{lines_of(AFTER)} after (`faircl/runs/pool.py`",
                   head)
     path.write_text(head.rstrip("\n") + "\n\n" + render_fixed(raw) + tail)
     js = path.with_suffix(".json")
