@@ -22,6 +22,7 @@ import importlib
 import os
 import subprocess
 import sys
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,23 +92,31 @@ def call_target(target: str, args: tuple, log: str | None = None, env: dict[str,
         sys.stderr.flush()
 
 
-class Executor:
+class Executor(ABC):
     """Runs jobs; :meth:`run` returns once every job has ended."""
 
     name = "executor"
 
+    @abstractmethod
     def run(self, jobs: list[Job], done: Done) -> None:
         """Run every job, calling ``done(job, status, info)`` as each ends. A ``KeyboardInterrupt`` stops what this
         call started and is re-raised."""
+
+
+class _OneAfterAnother(Executor):
+    """The jobs on this machine, one at a time: :meth:`start` runs one and returns its exit status."""
+
+    def run(self, jobs: list[Job], done: Done) -> None:
         for job in jobs:
-            code = self._run_one(job, {LAUNCHER_ENV: self.name, LOG_ENV: str(job.log), **job.env})
+            code = self.start(job, {LAUNCHER_ENV: self.name, LOG_ENV: str(job.log), **job.env})
             done(job, code, {"launcher": self.name, "job_id": None, "log": str(job.log)})
 
-    def _run_one(self, job: Job, env: dict[str, str]) -> int:
-        raise NotImplementedError
+    @abstractmethod
+    def start(self, job: Job, env: dict[str, str]) -> int:
+        """Run ``job`` with ``env`` added to its environment and wait for it; its exit status."""
 
 
-class LocalPool(Executor):
+class LocalPool(_OneAfterAnother):
     """Each job forked from a worker that imported ``preload`` once (:class:`~faircl.runs.pool.RunPool`)."""
 
     name = "local"
@@ -115,16 +124,16 @@ class LocalPool(Executor):
     def __init__(self, preload: tuple[str, ...] = PRELOAD) -> None:
         self.pool = RunPool(preload)
 
-    def _run_one(self, job: Job, env: dict[str, str]) -> int:
+    def start(self, job: Job, env: dict[str, str]) -> int:
         return self.pool.run(job.target, job.args, log=job.log, env=env)
 
 
-class FreshProcesses(Executor):
+class FreshProcesses(_OneAfterAnother):
     """Each job a new Python process that ends with this one."""
 
     name = "fresh"
 
-    def _run_one(self, job: Job, env: dict[str, str]) -> int:
+    def start(self, job: Job, env: dict[str, str]) -> int:
         with open(job.log, "w") as fh:
             proc = subprocess.Popen([sys.executable, "-m", "faircl.runs.executors", job.target, *job.args],
                                     stdout=fh, stderr=subprocess.STDOUT,
