@@ -10,7 +10,7 @@ A protocol's ``selection`` is one of:
 - ``{rule: last}``: a fixed budget, the last epoch (finDML's and Martin & Ogbuokiri's protocols).
 
 Every selection keeps a checkpoint of every epoch and the validation metrics of every epoch of the final training
-stage (:class:`faircl.runs.history.EpochHistory`, written to ``epochs.json`` in the run folder); after the fit
+stage (:class:`faircl.runs.history.EpochHistory`, in every run's ``epochs.json``); after the fit
 :func:`pick_epoch` chooses one of those epochs, the other checkpoints are deleted. So a staged method is judged on
 its final stage under every selection (INLP's first stage is plain CE, whose F1 would often be the best).
 """
@@ -18,7 +18,6 @@ its final stage under every selection (INLP's first stage is plain CE, whose F1 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 from faircl.runs.user_error import UserError
@@ -77,8 +76,9 @@ def describe(selection: dict[str, Any], trainer: dict[str, Any] | None = None) -
     return "the last epoch"
 
 
-def selection_callbacks(selection: dict[str, Any], folder: Path) -> list[dict[str, Any]]:
-    """The ``trainer.callbacks`` entries that carry out ``selection`` in a run writing to ``folder``."""
+def selection_callbacks(selection: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``trainer.callbacks`` entries that carry out ``selection``: a checkpoint of every epoch (every run keeps the
+    validation metrics of every epoch itself, :class:`faircl.runs.history.EpochHistory`)."""
     if not selection:
         return []
     return [{"class_path": "lightning.pytorch.callbacks.ModelCheckpoint", "init_args": {

@@ -123,7 +123,7 @@ class RunTask:
                                          "enable_model_summary": False})
         trainer.setdefault("accelerator", "cpu")
         trainer.setdefault("devices", 1)
-        callbacks = selection_callbacks(p.selection, self.folder)
+        callbacks = selection_callbacks(p.selection)
         if callbacks:
             trainer["callbacks"] = callbacks
         data = deep_merge(p.data, {"init_args": {"two_views": True}} if self.two_views else {})
