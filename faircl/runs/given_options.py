@@ -1,37 +1,79 @@
-"""What the user gave on the command line and in config files, read before LightningCLI parses it, and checked
-against the data and a checkpoint: the linked arguments, an injected optimiser's learning rate, the method's options
-given next to a checkpoint."""
+"""What the user gave in config files and on the command line, told apart and checked against the data and a
+checkpoint: the linked arguments, an injected optimiser's learning rate, the method's options given next to a
+checkpoint. Read from jsonargparse's own parse without the defaults (:class:`GivenOptions`), never from argv."""
 
 from __future__ import annotations
 
 import copy
-import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from faircl.runs.config_files import option_value
+from faircl.runs.config_files import read_config
 from faircl.runs.user_error import UserError
 
 LINKED = ("num_classes", "num_groups", "input_dim")
+#: the sections whose value is a class: in a config file, ``model: {lr: 0.1}`` means ``model.init_args.lr``
+CLASS_SECTIONS = ("model", "data", "optimizer", "lr_scheduler")
 
 
-def linked_values_given(argv: list[str], configs: list[tuple[Path, dict[str, Any]]]) -> dict[str, tuple[Any, str]]:
-    """The values the user gave for the arguments the CLI links from the data into the model (``num_classes``,
-    ``num_groups``, ``input_dim``): ``{name: (value, where)}``, the command line winning over configs."""
-    given: dict[str, tuple[Any, str]] = {}
-    for path, cfg in configs:
-        node = cfg.get("model") if isinstance(cfg, dict) else None
-        if isinstance(node, dict):
-            init = node.get("init_args") if isinstance(node.get("init_args"), dict) else node
-            for name in LINKED:
-                if name in init and init[name] is not None:
-                    given[name] = (init[name], f"model.init_args.{name}: {init[name]} in {str(path)!r}")
-    for name in LINKED:
-        for key in (f"model.init_args.{name}", f"model.{name}"):
-            value = option_value(argv, key)
-            if value is not None:
-                given[name] = (value, f"--{key} {value}")
-    return given
+@dataclass
+class GivenOptions:
+    """What a command's config files and options give: ``namespace`` is jsonargparse's parse of the command line
+    without the defaults (one subcommand's node), ``files`` the config files it read, in order. A value is *on the
+    command line* when no config file gives that value for it."""
+
+    namespace: Any
+    files: list[Path]
+
+    @classmethod
+    def of(cls, node: Any) -> GivenOptions:
+        return cls(node, [Path(str(f)) for f in (node.get("config") or [])])
+
+    def leaves(self) -> dict[str, Any]:
+        """Every value given, by dotted key (``model.init_args.encoder_kwargs.hidden_dim``)."""
+        return {k: v for k, v in argument_leaves(self.namespace).items() if k != "config"}
+
+    def in_files(self) -> dict[str, tuple[Any, Path]]:
+        """The values the config files give, by dotted key, with the file (a later file wins)."""
+        out: dict[str, tuple[Any, Path]] = {}
+        for path in self.files:
+            cfg = dict(read_config(path))
+            for key in CLASS_SECTIONS:
+                node = cfg.get(key)
+                if isinstance(node, dict) and "init_args" not in node:
+                    cfg[key] = {"class_path": node.get("class_path"),
+                                "init_args": {k: v for k, v in node.items() if k != "class_path"}}
+            out.update({k: (v, path) for k, v in argument_leaves(cfg).items()})
+        return out
+
+    def command_line(self) -> dict[str, Any]:
+        """The values given on the command line (by dotted key): given, and not the value a config file gives."""
+        files = self.in_files()
+        return {k: v for k, v in self.leaves().items() if k not in files or files[k][0] != v}
+
+    def model_options(self) -> list[str]:
+        """The method's arguments set on the command line, as dotted paths: ``--model.init_args.encoder_kwargs.hidden_dim
+        32`` → ``encoder_kwargs.hidden_dim``; ``--model.lr=0.1`` → ``lr``."""
+        prefix = "model.init_args."
+        return [k[len(prefix):] for k in self.command_line() if k.startswith(prefix)]
+
+    def linked(self) -> dict[str, tuple[Any, str]]:
+        """The values given for the arguments the CLI links from the data into the model (``num_classes``,
+        ``num_groups``, ``input_dim``): ``{name: (value, where)}``."""
+        leaves, files, cli = self.leaves(), self.in_files(), self.command_line()
+        given: dict[str, tuple[Any, str]] = {}
+        for name in LINKED:
+            key = f"model.init_args.{name}"
+            if leaves.get(key) is None:
+                continue
+            value = leaves[key]
+            given[name] = (value, f"--{key} {value}" if key in cli else f"{key}: {value} in {str(files[key][1])!r}")
+        return given
+
+    def optimizer_lr(self) -> bool:
+        """Whether the command line or a config sets the learning rate of an injected ``--optimizer``."""
+        return "optimizer.init_args.lr" in self.leaves() or "optimizer.lr" in self.leaves()
 
 
 def check_linked(given: dict[str, tuple[Any, str]], data: Any, origin: str = "") -> None:
@@ -45,17 +87,6 @@ def check_linked(given: dict[str, tuple[Any, str]], data: Any, origin: str = "")
         if not same:
             raise UserError(f"{where}{origin} disagrees with the data: {type(data).__name__} has {name}={have}, and the "
                            f"model takes {name} from the data; leave it out, or change the data")
-
-
-def sets_optimizer_lr(argv: list[str], configs: list[dict[str, Any]]) -> bool:
-    """Whether the command line or a config sets the learning rate of an injected ``--optimizer``."""
-    if any(re.match(r"--optimizer(\.init_args)?\.lr(=|$)", a) for a in argv):
-        return True
-    for cfg in configs:
-        node = cfg.get("optimizer") if isinstance(cfg, dict) else None
-        if isinstance(node, dict) and ("lr" in node or "lr" in (node.get("init_args") or {})):
-            return True
-    return False
 
 
 def argument_leaves(node: Any, prefix: str = "") -> dict[str, Any]:
@@ -82,17 +113,3 @@ def set_argument_leaf(init: Any, leaf: str, value: Any) -> None:
         node = node.setdefault(key, {})
     node[rest[-1]] = value
     init[top] = tree
-
-
-def given_model_options(argv: list[str]) -> list[str]:
-    """The method's arguments set on the command line, as dotted paths: ``--model.init_args.encoder_kwargs.hidden_dim
-    32`` → ``encoder_kwargs.hidden_dim``; ``--model.lr=0.1`` → ``lr``."""
-    keys = []
-    for arg in argv:
-        if not arg.startswith("--model."):
-            continue
-        key = arg[len("--model."):].split("=", 1)[0]
-        key = key[len("init_args."):] if key.startswith("init_args.") else key
-        if key and key not in ("help", "class_path", "dict_kwargs") and not key.startswith("dict_kwargs."):
-            keys.append(key)
-    return keys

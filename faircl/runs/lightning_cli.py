@@ -23,8 +23,10 @@ from pathlib import Path
 from types import MethodType
 from typing import Any
 
+import lightning.pytorch as pl
 import torch
-from lightning.pytorch.cli import LightningCLI, SaveConfigCallback, instantiate_class
+from jsonargparse import ActionConfigFile, ArgumentError, Namespace
+from lightning.pytorch.cli import LightningCLI, LRSchedulerTypeTuple, SaveConfigCallback, instantiate_class
 from lightning.pytorch.loggers import CSVLogger
 
 import faircl.data
@@ -39,12 +41,11 @@ from faircl.methods.selection import monitor_spec
 from faircl.runs.callbacks import CarryBest, ConfiguredOptimizer, ResumeHint, say
 from faircl.runs.checkpoint_lookup import (UNTRAINED, checkpoint_class, checkpoint_dict, checkpoint_epoch,
                                            epochs_trained, resolve_ckpt_path, short_name)
-from faircl.runs.config_files import option_value, read_config, resolve_configs
-from faircl.runs.given_options import (LINKED, argument_leaves, check_linked, given_model_options,
-                                       linked_values_given, set_argument_leaf, sets_optimizer_lr)
+from faircl.runs.config_files import read_config, resolve_config
+from faircl.runs.given_options import LINKED, GivenOptions, argument_leaves, check_linked, set_argument_leaf
 from faircl.runs.outputs import PredictionFiles, config_filename, guard_outputs
 from faircl.runs.records import fit_record_of, run_record
-from faircl.runs.user_error import UserError
+from faircl.runs.user_error import UserError, parser_refusal
 
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
 #: Lightning warnings that carry no advice for a faircl run (the datamodules choose workers and shard themselves;
@@ -78,7 +79,21 @@ class _SaveConfig(SaveConfigCallback):
     def setup(self, trainer, pl_module, stage: str) -> None:
         command = str(getattr(trainer.state.fn, "value", None) or stage)  # TrainerFn.TESTING -> "test"
         self.config_filename = config_filename(command, bool(trainer.loggers))
+        if "overwrite" in self.config:  # this command's permission, not a setting of the run
+            self.config = self.config.clone()
+            del self.config["overwrite"]
         super().setup(trainer, pl_module, stage)
+
+
+class _ConfigFile(ActionConfigFile):
+    """``--config``: a file, or a shipped config by name (:func:`~faircl.runs.config_files.resolve_config`), read
+    first by :func:`~faircl.runs.config_files.read_config` (malformed YAML or a Python tag is one line naming the
+    file), then parsed by jsonargparse as any config file."""
+
+    def __call__(self, parser, cfg, values, option_string=None):
+        path = resolve_config(str(values))
+        read_config(path)
+        super().__call__(parser, cfg, path, option_string)
 
 
 class FairCLI(LightningCLI):
@@ -86,13 +101,10 @@ class FairCLI(LightningCLI):
     ``last``, optimiser injection that keeps the method's parameter groups, prediction files and the fairness report
     after ``test``."""
 
-    def __init__(self, *args: Any, overwrite: bool = False, untrained: bool = False,
-                 optimizer_lr_given: bool = False, linked_given: dict[str, tuple[Any, str]] | None = None,
-                 ckpt_linked: dict[str, tuple[Any, str]] | None = None, model_options: list[str] | None = None,
-                 **kwargs: Any) -> None:
-        self.overwrite, self.untrained, self.optimizer_lr_given = overwrite, untrained, optimizer_lr_given
-        self.linked_given, self.ckpt_linked = dict(linked_given or {}), dict(ckpt_linked or {})
-        self.model_options = list(model_options or [])
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.untrained = False
+        self.given = GivenOptions(Namespace(), [])
+        self.ckpt_linked: dict[str, tuple[Any, str]] = {}
         self.ckpt_file: str | None = None
         self.ckpt_shapes: dict[str, tuple[int, ...]] = {}
         self.ckpt_progress: tuple[int | None, int | None] = (None, None)
@@ -102,15 +114,77 @@ class FairCLI(LightningCLI):
         super().__init__(*args, **kwargs)
 
     def init_parser(self, **kwargs: Any):
-        """The parser raises its errors (``faircl`` prints one line, exit 2) instead of printing the whole usage."""
-        parser = super().init_parser(**kwargs)
+        """The parser raises its errors (``faircl`` prints one line, exit 2) instead of printing the whole usage;
+        ``--config`` also takes a shipped config's name."""
+        kwargs.setdefault("dump_header", [f"lightning.pytorch=={pl.__version__}"])
+        parser = self.parser_class(**kwargs)
         parser.exit_on_error = False
+        parser.add_argument("-c", "--config", action=_ConfigFile,
+                            help="a config file (yaml or json), or a shipped config's name (faircl configs)")
         return parser
+
+    def add_core_arguments_to_parser(self, parser) -> None:
+        """LightningCLI's trainer, model and data arguments, with ``--model`` left out allowed: a checkpoint file
+        given as ``--ckpt_path`` names its method (:meth:`parse_arguments`)."""
+        parser.add_lightning_class_args(self.trainer_class, "trainer")
+        parser.set_defaults({"trainer." + k: v for k, v in self.trainer_defaults.items() if k != "callbacks"})
+        parser.add_lightning_class_args(self._model_class, "model", subclass_mode=True, required=False)
+        parser.add_lightning_class_args(self._datamodule_class, "data", subclass_mode=True)
+
+    def parse_arguments(self, parser, args) -> None:
+        """jsonargparse parses the command line twice: with the defaults (the run's config) and without (what the
+        config files and the options give, :class:`~faircl.runs.given_options.GivenOptions`). An unknown method or
+        datamodule is named with the choices; a checkpoint file is checked, and names the method when ``--model`` is
+        left out."""
+        if isinstance(args, (dict, Namespace)):
+            super().parse_arguments(parser, args)
+            return
+        try:
+            self.config = parser.parse_args(args)
+            given = parser.parse_args(args, defaults=False)
+        except ArgumentError as err:
+            refusal = parser_refusal(err)
+            if refusal is not None and refusal.option in ("model", "data") and (refusal.no_class or refusal.reason):
+                check_name(refusal.option, str(refusal.value))  # raises the choices, or why the import failed
+            raise
+        sub = self.config.get("subcommand")
+        self.given = GivenOptions.of(given.get(sub) if sub else given)
+        node = self.config[sub] if sub else self.config
+        if node.get("model") is not None and short_name(node.model.class_path) == FairModule.__name__:
+            node.model = None  # only the method's options given (jsonargparse then takes the base class): no method
+        if node.get("data") is not None:
+            check_name("data", node.data.class_path)
+        _check_accelerator(node.get("trainer"))
+        ckpt = node.get("ckpt_path")
+        self.untrained = "ckpt_path" in self.given.namespace and (ckpt is None or str(ckpt).lower() in UNTRAINED)
+        if self.untrained:
+            node.ckpt_path = None
+        elif ckpt is not None and Path(ckpt).expanduser().is_file():
+            # its hyper-parameters enter the config (_parse_ckpt_path): a corrupt or unsafe file fails here clearly
+            try:
+                stored = check_checkpoint(ckpt)
+            except CheckpointError as err:
+                raise UserError(str(err)) from None
+            stored_class = checkpoint_class(stored)
+            if node.get("model") is None and stored_class is not None:
+                say(f"faircl: no --model given: using the checkpoint's method {short_name(stored_class)}")
+                options = self.given.namespace.get("model")
+                init = options.get("init_args") if options is not None else None
+                update = {"model": {"class_path": stored_class, "init_args": init.as_dict() if init else {}}}
+                self.config = parser.parse_object({sub: update} if sub else update, self.config)
+                node = self.config[sub] if sub else self.config
+            _same_method(ckpt, node.model.class_path, stored_class)
+            hp = stored.get("hyper_parameters") or {}
+            self.ckpt_linked = {k: (hp[k], f"{k}={hp[k]} of --ckpt_path {ckpt}") for k in LINKED if hp.get(k) is not None}
+        if node.get("model") is None:
+            raise UserError("no method given: pass --model NAME (faircl configs lists the shipped ones), a --config "
+                           "with a model: section, or --ckpt_path FILE of a trained run")
+        check_name("model", node.model.class_path)
 
     def after_instantiate_classes(self) -> None:
         super().after_instantiate_classes()
         # the links overwrite the model's value with the data's: a different value given by the user is an error
-        check_linked(self.linked_given, self.datamodule)
+        check_linked(self.given.linked(), self.datamodule)
         check_linked(self.ckpt_linked, self.datamodule, origin=" (stored in the checkpoint)")
         self._check_fits_checkpoint()
 
@@ -141,7 +215,7 @@ class FairCLI(LightningCLI):
         init = self.config[sub].model.init_args
         after = argument_leaves(init)
         for leaf, value in before.items():
-            given = any(leaf == key or leaf.startswith(key + ".") for key in self.model_options)
+            given = any(leaf == key or leaf.startswith(key + ".") for key in self.given.model_options())
             if given and leaf.split(".")[0] not in LINKED and leaf in after and after[leaf] != value:
                 self.ckpt_overrides.append((leaf, value, after[leaf]))
                 set_argument_leaf(init, leaf, value)  # the value given on the command line wins over the stored one
@@ -191,6 +265,10 @@ class FairCLI(LightningCLI):
         parser.link_arguments("data", "model.init_args.input_kind", compute_fn=self._linked_input_kind,
                               apply_on="instantiate")
         parser.add_argument("--report_plot", type=bool, default=True, help="test draws report.png (bench runs: no)")
+        parser.add_argument("--overwrite", action="store_true", help="replace the outputs of an earlier run")
+        # --optimizer / --lr_scheduler: applied by _inject_optimizer, keeping the method's parameter groups
+        parser.add_optimizer_args((torch.optim.Optimizer,))
+        parser.add_lr_scheduler_args(LRSchedulerTypeTuple)
 
     def _linked_input_kind(self, dm: FairDataModule) -> str | None:
         """The datamodule's ``input_kind`` when the chosen method (and an explicit encoder) can train on it; else
@@ -214,111 +292,129 @@ class FairCLI(LightningCLI):
         super().instantiate_classes()
         if self._input_error is not None:
             raise self._input_error
+        self._inject_optimizer()
 
     # ------------------------------------------------------------------ trainer: logger and callbacks
-    # Private LightningCLI method (no public hook sees the model first): checked in Lightning 2.5.5 (.ci/lowest), 2.6.6
-    def _instantiate_trainer(self, config: dict[str, Any], callbacks: list) -> Any:
+    def instantiate_trainer(self, **kwargs: Any) -> Any:
+        """The trainer of the config, with faircl's defaults: a TensorBoard (else CSV) logger, atomic checkpoint
+        writes, the best checkpoint by the model's monitored metric on ``fit``, the prediction files on
+        ``predict``."""
+        node = self.config_init.get(str(self.subcommand), self.config_init)
+        config = {**(node.get("trainer") or {}), **kwargs}
         if config.get("logger") in (None, True):
             root = config.get("default_root_dir") or os.getcwd()
             try:
                 from lightning.pytorch.loggers import TensorBoardLogger  # deferred: optional extra
                 import tensorboard  # noqa: F401  # deferred: optional extra faircl[tensorboard]
-                config["logger"] = TensorBoardLogger(save_dir=root)
+                kwargs["logger"] = TensorBoardLogger(save_dir=root)
             except ImportError:
-                config["logger"] = CSVLogger(save_dir=root)
+                kwargs["logger"] = CSVLogger(save_dir=root)
         if not config.get("plugins"):
-            config["plugins"] = [AtomicCheckpointIO()]  # a crash during a save never leaves a truncated checkpoint
-        callbacks = list(callbacks)
+            kwargs["plugins"] = [AtomicCheckpointIO()]  # a crash during a save never leaves a truncated checkpoint
         user = config.get("callbacks") or []
-        user = user if isinstance(user, list) else [user]
-        has_ckpt = any(type(c).__name__.endswith("ModelCheckpoint") or hasattr(c, "best_model_path") for c in user)
+        callbacks = list(user) if isinstance(user, list) else [user]
+        has_ckpt = any(type(c).__name__.endswith("ModelCheckpoint") or hasattr(c, "best_model_path")
+                       for c in callbacks)
         if (self.subcommand == "fit" and not has_ckpt and config.get("enable_checkpointing", True) is not False
                 and not config.get("fast_dev_run")):
             monitor, mode = monitor_spec(self.model)
             callbacks.append(FairCheckpoint(monitor=monitor, mode=mode))
         if self.subcommand == "predict":
-            split = getattr(self.datamodule, "predict_split", "test")
-            self.prediction_writer = PredictionFiles(split=split)
+            self.prediction_writer = PredictionFiles(split=getattr(self.datamodule, "predict_split", "test"))
             callbacks.append(self.prediction_writer)
-        return super()._instantiate_trainer(config, callbacks)
+        return super().instantiate_trainer(**kwargs, callbacks=callbacks)
 
     # ------------------------------------------------------------------ optimiser injection
-    # Private LightningCLI method (where --optimizer is applied): checked in Lightning 2.5.5 (.ci/lowest) and 2.6.6
-    def _add_configure_optimizers_method_to_model(self, subcommand: str | None) -> None:
+    def _inject_optimizer(self) -> None:
         """``--optimizer X`` (and ``--lr_scheduler Y``) replace the optimiser class, keeping the method's parameter
         groups (:meth:`FairModule.param_groups`: ``module_lrs`` / ``lr_overrides``); the base learning rate is
         ``--model.lr``."""
-        opt_init = self._get(self.config_init, "optimizer")
+        node = self.config_init.get(str(self.subcommand), self.config_init)
+        opt_init = node.get("optimizer")
         if not opt_init:
             return
-        if not isinstance(self.model, FairModule):
-            return super()._add_configure_optimizers_method_to_model(subcommand)
-        if self.optimizer_lr_given:
+        if self.given.optimizer_lr():
             raise UserError("set the learning rate with --model.lr, not --optimizer.lr: an injected --optimizer keeps "
                            "the method's parameter groups and their own learning rates (module_lrs / lr_overrides) "
                            "and takes its base learning rate from the model")
         init = {"class_path": opt_init["class_path"], "init_args": dict(opt_init.get("init_args") or {})}
         init["init_args"]["lr"] = float(self.model.hparams.lr)
         optimizer = instantiate_class(self.model.param_groups(), init)
-        sched_init = self._get(self.config_init, "lr_scheduler")
+        sched_init = node.get("lr_scheduler")
         lr_scheduler = instantiate_class(optimizer, dict(sched_init)) if sched_init else None
         fn = partial(self.configure_optimizers, optimizer=optimizer, lr_scheduler=lr_scheduler)
         update_wrapper(fn, self.configure_optimizers)
         self.model.configure_optimizers = MethodType(fn, self.model)
 
-    # ------------------------------------------------------------------ run folders and checkpoints
-    # Private LightningCLI method (no public hook sets ckpt_path): checked in Lightning 2.5.5 (.ci/lowest) and 2.6.6
-    def _prepare_subcommand_kwargs(self, subcommand: str) -> dict[str, Any]:
-        kwargs = super()._prepare_subcommand_kwargs(subcommand)
-        root = self.trainer.default_root_dir
-        given = kwargs.get("ckpt_path")
-        names = {"model": type(self.model).__name__, "data": type(self.datamodule).__name__}
-        config_file = config_filename(subcommand, bool(self.trainer.loggers))
-        if subcommand == "fit":
-            max_epochs, max_steps = self.trainer.max_epochs, self.trainer.max_steps
-            if max_epochs == 0 or max_steps == 0:
-                option = "max_epochs" if max_epochs == 0 else "max_steps"
-                raise UserError(f"--trainer.{option} 0 trains nothing; pass 1 or more (or -1: no limit, with the "
-                               "other one set)")
-            self.trainer.callbacks.append(ResumeHint())
-            if given is not None:
-                path = resolve_ckpt_path(given, root, explicit_untrained=False, **names)
-                epoch, done = self.ckpt_progress if path == self.ckpt_file else (checkpoint_epoch(path), None)
-                if done is not None and max_epochs is not None and max_epochs != -1 and max_epochs <= done:
-                    raise UserError(f"--ckpt_path {path}: the checkpoint has trained {done} epoch(s) (saved in epoch "
-                                   f"{epoch}, counted from 0), so --trainer.max_epochs {max_epochs} leaves nothing "
-                                   f"to train; pass --trainer.max_epochs {done + 1} or more to train further")
-                if isinstance(self.trainer.checkpoint_callback, FairCheckpoint):
-                    warnings.filterwarnings("ignore", message=RESUME_QUIET)  # CarryBest carries the best over
-                self.trainer.callbacks.append(CarryBest(path))  # best of the whole run, not of the resumed part
-                # the optimiser's learning rate and weight decay are this run's, not the ones stored with its state
-                self.trainer.callbacks.append(ConfiguredOptimizer())
-                where = self.trainer.log_dir  # a collective under DDP: every rank reads it
-                say(f"faircl: resuming from {path} (saved in epoch {epoch}, counted from 0); this run writes to "
-                     f"{where}", self.trainer)
-                kwargs["ckpt_path"] = path
-                self.ckpt_used = path
-            elif not self.trainer.fast_dev_run:  # a smoke run writes neither config nor checkpoints
-                where = self.trainer.log_dir
-                guard_outputs(where, (config_file, "checkpoints"), self.overwrite)
-                say(f"faircl: fit writes to {where}", self.trainer)
-            return kwargs
-        # fast_dev_run is a smoke run: without --ckpt_path it evaluates the weights at hand.
-        smoke = given is None and bool(self.trainer.fast_dev_run)
-        path = resolve_ckpt_path(given, root, explicit_untrained=self.untrained or smoke, **names)
+    # ------------------------------------------------------------------ the commands: run folders and checkpoints
+    # LightningCLI runs a command by the CLI's own method of that name when it has one, with the config's arguments
+    # of the Trainer method (``ckpt_path``, ``verbose``, ...).
+    def fit(self, model, datamodule=None, ckpt_path: str | None = None, **kwargs: Any) -> None:
+        max_epochs, max_steps = self.trainer.max_epochs, self.trainer.max_steps
+        if max_epochs == 0 or max_steps == 0:
+            option = "max_epochs" if max_epochs == 0 else "max_steps"
+            raise UserError(f"--trainer.{option} 0 trains nothing; pass 1 or more (or -1: no limit, with the "
+                           "other one set)")
+        self.trainer.callbacks.append(ResumeHint())
+        if ckpt_path is not None:
+            path = resolve_ckpt_path(ckpt_path, self.trainer.default_root_dir, explicit_untrained=False,
+                                     **self._names())
+            epoch, done = self.ckpt_progress if path == self.ckpt_file else (checkpoint_epoch(path), None)
+            if done is not None and max_epochs is not None and max_epochs != -1 and max_epochs <= done:
+                raise UserError(f"--ckpt_path {path}: the checkpoint has trained {done} epoch(s) (saved in epoch "
+                               f"{epoch}, counted from 0), so --trainer.max_epochs {max_epochs} leaves nothing "
+                               f"to train; pass --trainer.max_epochs {done + 1} or more to train further")
+            if isinstance(self.trainer.checkpoint_callback, FairCheckpoint):
+                warnings.filterwarnings("ignore", message=RESUME_QUIET)  # CarryBest carries the best over
+            self.trainer.callbacks.append(CarryBest(path))  # best of the whole run, not of the resumed part
+            # the optimiser's learning rate and weight decay are this run's, not the ones stored with its state
+            self.trainer.callbacks.append(ConfiguredOptimizer())
+            where = self.trainer.log_dir  # a collective under DDP: every rank reads it
+            say(f"faircl: resuming from {path} (saved in epoch {epoch}, counted from 0); this run writes to "
+                f"{where}", self.trainer)
+            self.ckpt_used = path
+        elif not self.trainer.fast_dev_run:  # a smoke run writes neither config nor checkpoints
+            where = self.trainer.log_dir
+            guard_outputs(where, (config_filename("fit", bool(self.trainer.loggers)), "checkpoints"),
+                          self._overwrite())
+            say(f"faircl: fit writes to {where}", self.trainer)
+        self.trainer.fit(model, datamodule=datamodule, ckpt_path=self.ckpt_used, **kwargs)
+
+    def validate(self, model, datamodule=None, ckpt_path: str | None = None, **kwargs: Any) -> None:
+        self.trainer.validate(model, datamodule=datamodule, ckpt_path=self._evaluated("validate", ckpt_path),
+                              **kwargs)
+
+    def test(self, model, datamodule=None, ckpt_path: str | None = None, **kwargs: Any) -> None:
+        kwargs["verbose"] = False  # the fairness report (after_test) is the one table of a test
+        self.trainer.test(model, datamodule=datamodule, ckpt_path=self._evaluated("test", ckpt_path), **kwargs)
+
+    def predict(self, model, datamodule=None, ckpt_path: str | None = None, **kwargs: Any) -> None:
+        self.trainer.predict(model, datamodule=datamodule, ckpt_path=self._evaluated("predict", ckpt_path),
+                             **kwargs)
+
+    def _names(self) -> dict[str, str]:
+        return {"model": type(self.model).__name__, "data": type(self.datamodule).__name__}
+
+    def _overwrite(self) -> bool:
+        return bool(self.config.get(self.subcommand, self.config).get("overwrite"))
+
+    def _evaluated(self, command: str, given: str | None) -> str | None:
+        """The checkpoint that ``validate`` / ``test`` / ``predict`` load (``None``: the weights at hand), after
+        refusing to replace an earlier run's outputs."""
+        smoke = given is None and bool(self.trainer.fast_dev_run)  # a smoke run evaluates the weights at hand
+        path = resolve_ckpt_path(given, self.trainer.default_root_dir, explicit_untrained=self.untrained or smoke,
+                                 **self._names())
         if path is not None:
             checkpoint_epoch(path)  # a clear message for an unreadable file
-        kwargs["ckpt_path"] = path
         self.ckpt_used = path
-        if subcommand == "test":
-            kwargs["verbose"] = False  # the fairness report below is the one table of a test
+        config_file = config_filename(command, bool(self.trainer.loggers))
         outputs = {"test": (config_file, "report.json", "report.md"),
-                   "predict": (config_file, "predictions.pt", "predictions.csv")}.get(subcommand, (config_file,))
+                   "predict": (config_file, "predictions.pt", "predictions.csv")}.get(command, (config_file,))
         if not smoke:
-            guard_outputs(self.trainer.log_dir, outputs, self.overwrite)
+            guard_outputs(self.trainer.log_dir, outputs, self._overwrite())
         which = "the current (untrained) weights" if path is None else path
-        say(f"faircl: {subcommand} with {which}", self.trainer)
-        return kwargs
+        say(f"faircl: {command} with {which}", self.trainer)
+        return path
 
     def before_fit(self) -> None:
         # the fit record travels in the checkpoint: `faircl compare` pairs runs by the fit's seed and settings
@@ -367,107 +463,35 @@ def _import_class(path: str, base: type, kind: str) -> type:
     return cls
 
 
-def check_names(argv: list[str], configs: list[dict[str, Any]]) -> None:
-    """Fail early, listing the choices, when ``--model`` / ``--data`` (or a config's ``class_path``) is unknown.
-
-    A dotted name must import a ``FairModule`` / ``FairDataModule`` subclass; a plain name must be registered."""
-    wanted: list[tuple[str, str]] = []
-    for key in ("model", "data"):
-        for cfg in configs:
-            node = cfg.get(key) if isinstance(cfg, dict) else None
-            if isinstance(node, dict) and isinstance(node.get("class_path"), str):
-                wanted.append((key, node["class_path"]))
-            elif isinstance(node, str):
-                wanted.append((key, node))
-        value = option_value(argv, key)
-        if value is not None:
-            wanted.append((key, value))
-    choices = {"model": METHODS, "data": datamodules()}
-    bases = {"model": FairModule, "data": FairDataModule}
-    for key, value in wanted:
-        if value.endswith((".yaml", ".yml", ".json")) or "{" in value or ":" in value:
-            continue
-        kind = "method" if key == "model" else "datamodule"
-        if value.startswith("faircl.") and value.rsplit(".", 1)[-1] in choices[key]:
-            continue
-        if "." in value:
-            _import_class(value, bases[key], kind)
-        elif value not in choices[key]:
-            raise UserError(f"unknown {kind} {value!r} for --{key}; available: {', '.join(sorted(choices[key]))}, or "
-                           f"an import path such as mypkg.mymodule.My{'Method' if key == 'model' else 'Data'}")
+def check_name(key: str, value: str) -> None:
+    """Fail, listing the choices, when the method (``key`` ``model``) or datamodule (``data``) ``value`` is neither a
+    registered class (by name, or faircl's import path of it) nor an importable ``FairModule`` /
+    ``FairDataModule`` subclass of the user's (a dotted path outside faircl)."""
+    choices = {"model": METHODS, "data": datamodules()}[key]
+    kind = "method" if key == "model" else "datamodule"
+    if value in choices or (value.startswith("faircl.") and value.rsplit(".", 1)[-1] in choices):
+        return
+    if "." in value and not value.startswith("faircl."):
+        _import_class(value, FairModule if key == "model" else FairDataModule, kind)
+        return
+    name = value.rsplit(".", 1)[-1] if value.startswith("faircl.") else value
+    raise UserError(f"unknown {kind} {name!r} for --{key}; available: {', '.join(sorted(choices))}, or an import "
+                   f"path such as mypkg.mymodule.My{'Method' if key == 'model' else 'Data'}")
 
 
-# ---------------------------------------------------------------------------------------------------- entry points
-def _prepare(argv: list[str]) -> tuple[list[str], dict[str, Any]]:
-    """Strip faircl's own options from ``argv``, resolve config names and check what can be checked before
-    LightningCLI parses: the names, an explicit checkpoint (readable, of the requested method), the accelerator.
-
-    Returns (argv, FairCLI options)."""
-    overwrite = "--overwrite" in argv
-    argv = [a for a in argv if a != "--overwrite"]
-    argv, files = resolve_configs(argv)
-    configs = [read_config(p) for p in files]
-    check_names(argv, configs)
-    _check_accelerator(argv, configs)
-    ckpt = option_value(argv, "ckpt_path")
-    untrained = ckpt is not None and ckpt.lower() in UNTRAINED
-    ckpt_linked: dict[str, tuple[Any, str]] = {}
-    if ckpt is not None and Path(ckpt).expanduser().is_file():
-        # LightningCLI reads the file's hyper-parameters first: a corrupt or unsafe one fails here clearly
-        try:
-            stored = check_checkpoint(ckpt)
-        except CheckpointError as err:
-            raise UserError(str(err)) from None
-        argv = _model_of_checkpoint(argv, configs, ckpt, stored)
-        hp = stored.get("hyper_parameters") or {}
-        ckpt_linked = {k: (hp[k], f"{k}={hp[k]} of --ckpt_path {ckpt}") for k in LINKED if hp.get(k) is not None}
-    if untrained:
-        argv = [a for a in argv if not a.startswith("--ckpt_path=")]
-        argv = [a for i, a in enumerate(argv) if a != "--ckpt_path" and not (i and argv[i - 1] == "--ckpt_path")]
-    return argv, {"overwrite": overwrite, "untrained": untrained, "model_options": given_model_options(argv),
-                  "optimizer_lr_given": sets_optimizer_lr(argv, configs),
-                  "linked_given": linked_values_given(argv, list(zip(files, configs))), "ckpt_linked": ckpt_linked}
-
-
-def _requested_model(argv: list[str], configs: list[dict[str, Any]]) -> str | None:
-    value = option_value(argv, "model")
-    if value is not None and not value.endswith((".yaml", ".yml", ".json")) and "{" not in value:
-        return value
-    for cfg in reversed(configs):
-        name = short_name(cfg.get("model")) if isinstance(cfg, dict) else None
-        if name is not None:
-            return cfg["model"] if isinstance(cfg["model"], str) else cfg["model"]["class_path"]
-    return None
-
-
-def _model_of_checkpoint(argv: list[str], configs: list[dict[str, Any]], ckpt: str, stored: dict) -> list[str]:
-    """Refuse a checkpoint of another method than the requested one; with no method requested, use the
-    checkpoint's (and say so)."""
-    stored_class = checkpoint_class(stored)
-    if stored_class is None:
-        return argv
-    wanted = _requested_model(argv, configs)
-    if wanted is None:
-        say(f"faircl: no --model given: using the checkpoint's method {short_name(stored_class)}")
-        return [*argv, "--model", stored_class]
-    if short_name(wanted) != short_name(stored_class):
-        raise UserError(f"--ckpt_path {ckpt} holds a {short_name(stored_class)} model, but the method requested is "
+def _same_method(ckpt: str, wanted: str, stored: str | None) -> None:
+    """Refuse a checkpoint of another method than the requested one."""
+    if stored is not None and short_name(wanted) != short_name(stored):
+        raise UserError(f"--ckpt_path {ckpt} holds a {short_name(stored)} model, but the method requested is "
                        f"{short_name(wanted)}: pass a checkpoint of a {short_name(wanted)} run, or --model "
-                       f"{short_name(stored_class)} (or leave --model out to use the checkpoint's method)")
-    return argv
+                       f"{short_name(stored)} (or leave --model out to use the checkpoint's method)")
 
 
-def _check_accelerator(argv: list[str], configs: list[dict[str, Any]]) -> None:
-    value = option_value(argv, "trainer.accelerator")
-    if value is None:
-        for cfg in configs:
-            trainer = cfg.get("trainer") if isinstance(cfg, dict) else None
-            if isinstance(trainer, dict) and isinstance(trainer.get("accelerator"), str):
-                value = trainer["accelerator"]
-    if value is not None and value.lower() in ("gpu", "cuda"):
-        if not torch.cuda.is_available():
-            raise UserError(f"--trainer.accelerator {value}: no GPU is available to this process "
-                           "(torch.cuda.is_available() is False); use --trainer.accelerator cpu (or auto)")
+def _check_accelerator(trainer: Any) -> None:
+    value = trainer.get("accelerator") if trainer is not None else None
+    if isinstance(value, str) and value.lower() in ("gpu", "cuda") and not torch.cuda.is_available():
+        raise UserError(f"--trainer.accelerator {value}: no GPU is available to this process "
+                       "(torch.cuda.is_available() is False); use --trainer.accelerator cpu (or auto)")
 
 
 def _quiet_lightning_log() -> None:
@@ -490,11 +514,10 @@ def run_cli(args: list[str], run: bool = True, callbacks: list | None = None) ->
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     datamodules()  # every datamodule class is imported, so a class name in a config resolves
-    argv, options = _prepare(list(args))
     for message in QUIET:
         warnings.filterwarnings("ignore", message=message)
     _quiet_lightning_log()
     defaults = {**TRAINER_DEFAULTS, **({"callbacks": list(callbacks)} if callbacks else {})}
-    return FairCLI(FairModule, FairDataModule, subclass_mode_model=True, subclass_mode_data=True, args=argv, run=run,
-                   seed_everything_default=0, trainer_defaults=defaults, save_config_callback=_SaveConfig,
-                   save_config_kwargs={"overwrite": True}, auto_configure_optimizers=True, **options)
+    return FairCLI(FairModule, FairDataModule, subclass_mode_model=True, subclass_mode_data=True, args=list(args),
+                   run=run, seed_everything_default=0, trainer_defaults=defaults, save_config_callback=_SaveConfig,
+                   save_config_kwargs={"overwrite": True}, auto_configure_optimizers=False)

@@ -7,13 +7,13 @@ failures of faircl's own (exit status 1, with the traceback) and :func:`user_mes
 
 from __future__ import annotations
 
-import argparse
 import errno
-import typing
-from types import TracebackType, UnionType
+import re
+from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any
 
-__all__ = ["UserError", "is_usage_error", "user_message"]
+__all__ = ["ParserRefusal", "UserError", "is_usage_error", "parser_refusal", "user_message"]
 
 
 class UserError(Exception):
@@ -75,38 +75,119 @@ def _owner(err: BaseException) -> str | None:
     return None
 
 
-def _type_name(hint: Any) -> str:
-    if hint is type(None):
-        return "null"
-    args = typing.get_args(hint)
-    if args and typing.get_origin(hint) in (typing.Union, UnionType):
-        return " or ".join(_type_name(a) for a in args)
-    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+#: the lines of a jsonargparse error that only say how it tried (the union it tried, the value's Python type)
+_TRIED = ("Does not validate against", "Subtypes:", "Errors:", "Given value type:", "- Expected a path but",
+          "Expected a path but")
 
 
-def _refused_option(chain: list[BaseException]) -> str | None:
-    """For a value the parser refused: the option, the value given and what was expected, from the parser's actions
-    that were checking it when the error rose, outer option first. Each is on the exception's traceback with the value
-    in hand (jsonargparse's ``ActionTypeHint._check_type``: ``self``, ``orig_val``, ``self._typehint``; a
-    ``NestedArg(key, val)`` for ``--model.init_args.X V``; jsonargparse 4.39 to 4.53)."""
-    checks: list[tuple[argparse.Action, Any]] = []
-    for exc in chain:
-        for frame in _frames(exc.__traceback__):
-            action = frame.f_locals.get("self")
-            if isinstance(action, argparse.Action) and "orig_val" in frame.f_locals:
-                if all(action is not seen for seen, _ in checks):
-                    checks.append((action, frame.f_locals["orig_val"]))
-    if not checks:
+def _expected(line: str) -> str | None:
+    """``Expected a <class 'int'>`` → ``int``; ``Expected a typing.Literal['a', 'b']`` → ``one of 'a', 'b'``."""
+    match = re.match(r"-?\s*Expected a (?:<class '([\w.]+)'>|typing\.Literal\[(.*)\])", line)
+    if match is None:
         return None
-    outer, inner = checks[0][0], checks[-1][0]
-    value = checks[-1][1]
-    if type(value).__name__ == "NestedArg":  # `--model.init_args.X V`, X unknown to the chosen class
-        return (f"--{outer.dest}.init_args.{value.key} {value.val}: not accepted by the chosen {outer.dest} (no such "
-                f"argument, or a value of the wrong type; its arguments: faircl fit --{outer.dest}.help <class name>)")
-    option = ".init_args.".join(action.dest for action, _ in checks)
-    hint = getattr(inner, "_typehint", None) or inner.type
-    expected = f" (expected {_type_name(hint)})" if hint is not None else ""
-    return f"--{option} {value}: not a valid value{expected}"
+    name, choices = match.groups()
+    if choices is not None:
+        return f"one of {choices}"
+    return "null" if name == "NoneType" else name.rsplit(".", 1)[-1]
+
+
+@dataclass
+class ParserRefusal:
+    """What a parser's error says was refused: ``option`` (dotted, ``model.init_args.lr``), the ``value`` given,
+    what was ``expected`` (type names, in the parser's order), the class whose arguments were read (``owner``), and
+    whether the option is one that class does not take (``unknown``) or a class name that resolves to no class
+    (``no_class``)."""
+
+    option: str
+    value: str | None = None
+    expected: list[str] = field(default_factory=list)
+    owner: str | None = None
+    unknown: bool = False
+    no_class: bool = False
+    reason: str | None = None
+
+    def line(self) -> str:
+        if self.unknown:
+            owner = self.owner.rsplit(".", 1)[-1] if self.owner else "the chosen class"
+            top = self.option.split(".", 1)[0]
+            return (f"--{self.option}{' ' + self.value if self.value is not None else ''}: not accepted by {owner} "
+                    f"(no such argument; its arguments: faircl fit --{top}.help {owner})")
+        if self.reason:
+            return f"--{self.option} {self.value}: {self.reason}"
+        if self.no_class:
+            return f"--{self.option} {self.value}: no class of that name or import path"
+        # null last: the union's order differs between jsonargparse versions
+        expected = " or ".join(sorted(dict.fromkeys(e for e in self.expected if e), key=lambda e: e == "null"))
+        return f"--{self.option} {self.value}: not a valid value" + (f" (expected {expected})" if expected else "")
+
+
+def parser_refusal(err: BaseException) -> ParserRefusal | None:
+    """Read a jsonargparse ``ArgumentError`` (jsonargparse 4.39 to 4.53): the option it names, the value given and
+    what was expected. ``None`` when the error names no option (an unrecognized argument, a missing one: its own
+    line says it).
+
+    The message nests one ``Parser key "K":`` per level (``- Problem with given class_path 'C':`` between a class's
+    key and its arguments' keys); the innermost key is the option refused and the lines after it say why."""
+    if type(err).__name__ != "ArgumentError":
+        return None
+    keys: list[str] = []
+    refusal: ParserRefusal | None = None
+    depth = -1  # the indentation of the innermost key: lines indented less are about an outer level
+    for raw in str(err).splitlines():
+        line, indent = raw.strip(), len(raw) - len(raw.lstrip())
+        if not line or (refusal is not None and indent <= depth and not line.startswith("- Problem with")):
+            continue
+        key = re.match(r'Parser key "([^"]+)":\s*(.*)', line)
+        cls = re.match(r"- Problem with given class_path '([^']+)':", line)
+        unknown = re.match(r"(?:- )?(?:Validation failed: )?(?:Option|Key) '([^']+)' is not (?:accepted|expected)",
+                           line)  # 4.40 and later | 4.39
+        if key:
+            keys.append(key.group(1))
+            refusal, depth = ParserRefusal(".".join(keys), owner=refusal.owner if refusal else None), indent
+            line = key.group(2)
+        elif cls:
+            keys.append("init_args")
+            refusal = ParserRefusal(".".join(keys), owner=cls.group(1))
+            continue
+        elif unknown and refusal is not None:
+            keys.append(unknown.group(1))
+            refusal = ParserRefusal(".".join(keys), owner=refusal.owner, unknown=True)
+            continue
+        if refusal is None or not line or line.startswith(_TRIED):
+            continue
+        got, given = re.search(r"Got value: (.*)$", line), re.match(r"Given value: (.*)$", line)
+        if (got or given) and refusal.value is None:
+            value = (got or given).group(1)
+            nested = re.fullmatch(r"NestedArg\(key='[^']*', val=(.*)\)", value)  # --model.init_args.X V
+            refusal.value = nested.group(1).strip("'\"") if nested else value
+        if refusal.option.endswith(".init_args") and not line.startswith("- "):  # the class itself failed
+            refusal = ParserRefusal(refusal.option.rsplit(".", 2)[0], value=refusal.owner, reason=line)
+            keys = keys[:-1]
+        elif line.lstrip("- ").startswith(("Expected a dot import path string", "Import path does not correspond")):
+            refusal.no_class = not refusal.option.endswith("init_args")
+        elif not given:
+            refusal.expected.append(_expected(line) or "")
+    if refusal is None or refusal.option.endswith("init_args"):
+        return None
+    refusal.no_class = refusal.no_class and not [e for e in refusal.expected if e and e != "null"]
+    named = re.search(r"'class_path': '([^']+)'", refusal.value or "")  # a class given as a mapping
+    if refusal.no_class and named:
+        refusal.value = named.group(1)
+    return refusal
+
+
+def _class_refusal(err: BaseException) -> str | None:
+    """For a class the parser built, whose own check refused its arguments, and whose error the parser folded into its
+    union message rather than chaining it (jsonargparse before 4.40): ``Owner: its own message``."""
+    text = str(err)
+    if not text.startswith("Does not validate against any of the Union subtypes"):
+        return None
+    own = [ln.strip()[2:] for ln in text.splitlines()
+           if ln.strip().startswith("- ") and not ln.strip().startswith(("- Expected a", "- Problem with"))]
+    owner = re.search(r"class_path='([^']+)'", text)
+    if len(own) != 1:
+        return None
+    return f"{owner.group(1).rsplit('.', 1)[-1]}: {own[0]}" if owner else own[0]
 
 
 def user_message(err: BaseException) -> str:
@@ -132,10 +213,12 @@ def user_message(err: BaseException) -> str:
             owner = _owner(reason)
             return f"{owner}: {said}" if owner else said
         return user_message(reason)
-    if type(err).__name__ == "ArgumentError":
-        refused = _refused_option(chain)
-        if refused is not None:
-            return refused
+    refused = parser_refusal(err)
+    if refused is not None:
+        return refused.line()
+    built = _class_refusal(err) if _raised_by_parser(err) else None
+    if built is not None:
+        return built
     lines = [ln.strip() for ln in str(err).strip().splitlines() if ln.strip()]
     first = " ".join(lines[:2])[:600] if lines else ""
     return f"{type(err).__name__}: {first}" if type(err).__name__ != "MisconfigurationException" else first
