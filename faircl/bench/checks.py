@@ -4,8 +4,8 @@ the options): the classes they and the options name, and the options against eac
 Each problem is one line (a :class:`~faircl.runs.user_error.UserError`: exit status 2) naming the option or the
 protocol file and its key, and nothing has run: no run folder is made, no worker forked.
 
-- :func:`method_importable`: the module of ``--method my_method.MyLoss`` imports (a syntax error names its file and
-  line), checked before the parser imports it;
+- :func:`check_importable`: the module of a class named by its dotted path (``--method my_method.MyLoss``, a
+  protocol's class) imports: a syntax error or an exception its code raises names its file and line;
 - :func:`check_bench`: ``--against`` names another method than ``--method``; the datamodule and the baselines of each
   protocol that will run import, are a datamodule and methods, and build with the protocol's arguments; the method
   builds as its runs will (whatever its ``__init__`` raises).
@@ -18,16 +18,13 @@ import inspect
 import traceback
 from typing import Any, Callable
 
-import yaml
-
 from faircl.bench.runner import MethodSpec, resolve_method
 from faircl.bench.spec import Protocol
 from faircl.data import DATAMODULES
 from faircl.data.base import FairDataModule
-from faircl.runs.config_files import option_value
 from faircl.runs.user_error import UserError
 
-__all__ = ["check_bench", "method_importable"]
+__all__ = ["check_bench", "check_importable"]
 
 #: builds a method as its runs will on a protocol, raising a :class:`UserError` where its class refuses its
 #: arguments (the front end's, with the data sizes it stands in for the runs' linked ones)
@@ -44,7 +41,7 @@ def _raised_at(err: BaseException) -> str:
     return f"{frames[-1].filename}, line {frames[-1].lineno}" if frames else "?"
 
 
-def _import(class_path: str, where: str) -> None:
+def check_importable(class_path: str, where: str) -> None:
     """Import the module of a dotted ``class_path``: where importing it fails with anything but a missing module (a
     syntax error, an exception its code raises), one line naming ``where``, the file and the line."""
     module = class_path.rpartition(".")[0]
@@ -62,23 +59,9 @@ def _import(class_path: str, where: str) -> None:
                         f"({_raised_at(err)}): {_one_line(err)}") from None
 
 
-def method_importable(argv: list[str]) -> None:
-    """The module of ``--method``'s dotted class path (``my_method.MyLoss``, or the JSON form's ``class_path``)
-    imports, or one line naming the file and the line."""
-    value = option_value(argv, "method")
-    if not value:
-        return
-    try:
-        spec = yaml.safe_load(value) if value.lstrip().startswith("{") else {"class_path": value}
-    except yaml.YAMLError:
-        return  # the parser's own error stands
-    if isinstance(spec, dict) and isinstance(spec.get("class_path"), str):
-        _import(spec["class_path"], "--method")
-
-
 def _method(name: str, where: str) -> tuple[str, type]:
     """:func:`resolve_method` of a class a protocol or an option names, its one line naming ``where``."""
-    _import(name, where)
+    check_importable(name, where)
     try:
         return resolve_method(name)
     except UserError as err:  # worded for --method: say which key named it
@@ -148,7 +131,7 @@ def _datamodule(class_path: str, where: str) -> type:
     path to a :class:`~faircl.data.base.FairDataModule` subclass."""
     if "." not in class_path:
         return DATAMODULES[class_path]
-    _import(class_path, where)
+    check_importable(class_path, where)
     module, _, attr = class_path.rpartition(".")
     try:
         cls = getattr(importlib.import_module(module), attr, None)

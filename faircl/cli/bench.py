@@ -30,6 +30,7 @@ import inspect
 import json
 import os
 import platform
+import re
 import shlex
 import sys
 import time
@@ -40,13 +41,12 @@ import yaml
 from jsonargparse import ActionConfigFile, ArgumentParser
 
 from faircl.bench.checkpoint_selection import describe
-from faircl.bench.checks import check_bench, method_importable
+from faircl.bench.checks import check_bench, check_importable
 from faircl.bench.runner import BENCH_PRELOAD, MethodSpec, default_cache, plan, resolve_method
 from faircl.bench.spec import Protocol, deep_merge, load_suite, suite_names
-from faircl.runs.config_files import option_value
 from faircl.cli.launchers import add_launcher_arguments, executor_from
 from faircl.runs.executors import LocalPool
-from faircl.runs.user_error import UserError
+from faircl.runs.user_error import ParserRefusal, UserError, parser_refusal
 
 __all__ = ["bench"]
 
@@ -134,36 +134,49 @@ def _unknown(cls: type, names: list[str]) -> UserError | None:
                     f"{', '.join(accepted)})")
 
 
-def _method_problem(argv: list[str]) -> UserError | None:
-    """Why the parser refused ``--method`` and its arguments, in one line, where the reason is a name: a class that is
-    not found (:func:`resolve_method`) or an argument it does not take. ``None`` for any other reason (a value of the
-    wrong type: the parser's own error stands)."""
-    value = option_value(argv, "method")
-    if not value:
-        return None
+def _required(cls: type) -> list[str]:
+    """The arguments of ``cls.__init__`` without a default that the options must give (the linked data sizes
+    aside): the protocol's model block is merged in later, per protocol."""
+    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    return [p.name for p in params
+            if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in LINKED]
+
+
+def _class_path(value: str | None) -> str | None:
+    """The class that ``--method``'s value names: a name, a dotted path, or the ``class_path`` of a mapping."""
     try:
-        spec = yaml.safe_load(value) if value.lstrip().startswith("{") else {"class_path": value}
+        spec = yaml.safe_load(value) if value and value.lstrip().startswith("{") else value
     except yaml.YAMLError:
         return None
-    if not isinstance(spec, dict) or not isinstance(spec.get("class_path"), str):
+    if isinstance(spec, dict):
+        spec = spec.get("class_path")
+    return spec if isinstance(spec, str) and spec else None
+
+
+def _method_problem(refusal: ParserRefusal) -> UserError | None:
+    """Why the parser refused ``--method`` or an argument of it, in one line, where the reason is a name: a class that
+    is not found (:func:`resolve_method`) or whose module does not import (its file and line), a required argument
+    not given, or an argument the class does not take. ``None`` for any other reason (a value of the wrong type: the
+    parser's own line stands)."""
+    if refusal.option == "method":
+        class_path = _class_path(refusal.value)
+        if class_path is None:
+            return None
+        try:
+            check_importable(class_path, "--method")
+            _, cls = resolve_method(class_path)
+        except UserError as err:
+            return err
+        # the parser's reason names the required arguments it was not given (its wording differs by version)
+        missing = [n for n in _required(cls) if re.search(rf"\b{re.escape(n)}\b", refusal.reason or "")]
+        if missing:
+            return UserError(f"bench: {cls.__name__} has no default for {', '.join(missing)}: give "
+                             f"--method.init_args.{missing[0]} VALUE, or a default in its __init__")
         return None
-    try:
-        _, cls = resolve_method(spec["class_path"])
-    except UserError as err:
-        return err
-    names = list(spec.get("init_args") or {})
-    for arg in argv:  # --method.init_args.NAME, --method.NAME (the parser's own keys aside)
-        if arg.startswith("--method."):
-            key = arg[len("--method."):].split("=", 1)[0].removeprefix("init_args.").split(".")[0]
-            if key not in ("help", "class_path", "init_args", "dict_kwargs"):
-                names.append(key)
-    required = [p.name for p in list(inspect.signature(cls.__init__).parameters.values())[1:]
-                if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in LINKED]
-    missing = [n for n in required if n not in names]
-    if missing:  # the parser asks them of the options: the protocol's model block is merged in later, per protocol
-        return UserError(f"bench: {cls.__name__} has no default for {', '.join(missing)}: give "
-                        f"--method.init_args.{missing[0]} VALUE, or a default in its __init__")
-    return _unknown(cls, names)
+    if refusal.unknown and refusal.owner and refusal.option.startswith("method.init_args."):
+        _, cls = resolve_method(refusal.owner)
+        return _unknown(cls, [refusal.option.removeprefix("method.init_args.").split(".")[0]])
+    return None
 
 
 def _options(argv: list[str]) -> Any:
@@ -171,8 +184,9 @@ def _options(argv: list[str]) -> Any:
     try:
         # without the defaults: the method's init_args are the ones given, the protocol's model block fills the rest
         given = parser.parse_args(argv, defaults=False)
-    except argparse.ArgumentError:
-        problem = _method_problem(argv)
+    except argparse.ArgumentError as err:
+        refusal = parser_refusal(err)
+        problem = _method_problem(refusal) if refusal is not None else None
         if problem is not None:
             raise problem from None
         raise
@@ -319,7 +333,6 @@ def bench(argv: list[str]) -> int:
 
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # --method my_method.MyLoss: ./my_method.py
-    method_importable(argv)  # a syntax error in --method's module: one line, before the parser imports it
     opts = _options(argv)
     if opts.list:
         return _list()
