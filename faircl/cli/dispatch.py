@@ -19,7 +19,7 @@ import traceback
 from typing import Any
 
 from faircl import __version__
-from faircl.runs.config_files import option_value, read_config, resolve_configs, shipped_configs
+from faircl.runs.config_files import read_config, resolve_config, shipped_configs
 from faircl.runs.user_error import UserError, is_usage_error, user_message
 from faircl.runs.ranks import end_ranks
 
@@ -88,24 +88,18 @@ def _export(argv: list[str]) -> None:
 
 def _findml(argv: list[str]) -> None:
     """``faircl findml``: the finDML report; the config may be a shipped name, the checkpoint is checked first."""
-    if "-h" in argv or "--help" in argv:
-        from faircl.eval import findml  # deferred: torch and scikit-learn, only for this command
-        findml.main(["--help"])
-        return
-    given_config = option_value(argv, "config")
-    argv, files = resolve_configs(argv)
-    ckpt = option_value(argv, "ckpt")
-    if ckpt is not None:
-        # a missing, corrupt or unsafe file, or a checkpoint of another method than the config's: one line, before
-        # any data is read
-        from faircl.runs.checkpoint_lookup import checkpoint_class, checkpoint_dict, short_name  # deferred: torch
-        stored = short_name(checkpoint_class(checkpoint_dict(ckpt)))
-        wanted = short_name(read_config(files[-1]).get("model")) if files else None
-        if wanted and stored and wanted != stored:
-            raise UserError(f"--ckpt {ckpt} holds a {stored} model, but --config {given_config} is a config of {wanted}: "
-                           f"pass a config of {stored} (`faircl configs` lists them), or a checkpoint of {wanted}")
     from faircl.eval import findml  # deferred: torch and scikit-learn, only for this command
-    findml.main(argv)
+
+    opts = findml.parser(config_type=resolve_config).parse_args(argv)
+    # a missing, corrupt or unsafe file, or a checkpoint of another method than the config's: one line, before any
+    # data is read
+    from faircl.runs.checkpoint_lookup import checkpoint_class, checkpoint_dict, short_name  # deferred: torch
+    stored = short_name(checkpoint_class(checkpoint_dict(opts.ckpt)))
+    wanted = short_name(read_config(opts.config).get("model"))
+    if wanted and stored and wanted != stored:
+        raise UserError(f"--ckpt {opts.ckpt} holds a {stored} model, but --config {opts.config} is a config of "
+                       f"{wanted}: pass a config of {stored} (`faircl configs` lists them), or a checkpoint of {wanted}")
+    findml.run(opts)
 
 
 def _train(argv: list[str]) -> None:

@@ -66,7 +66,9 @@ import sqlalchemy.exc
 from jsonargparse import ArgumentParser, Namespace
 from optuna.trial import TrialState
 
-from faircl.runs.lightning_cli import run_cli
+from faircl.runs.config_files import CONFIG_DIR
+from faircl.runs.given_options import GivenOptions
+from faircl.runs.lightning_cli import parse_command, run_cli
 from faircl.runs.user_error import UserError
 from faircl.cli.launchers import add_launcher_arguments, executor_from
 from faircl.cli.study import build_pruner, check_storage, journal_path, open_storage, safe_url
@@ -168,19 +170,21 @@ def _seeds(text: str | None) -> list[int]:
     return seeds
 
 
-def _default_out(fit_args: list[str]) -> Path:
-    for i, a in enumerate(fit_args):
-        value = a.split("=", 1)[1] if a.startswith("--config=") else (
-            fit_args[i + 1] if a == "--config" and i + 1 < len(fit_args) else None)
-        if value:
-            return Path("sweeps") / Path(value).with_suffix("").as_posix().replace("configs/", "").replace("/", "-")
-    return Path("sweeps") / "sweep"
+def _default_out(given: GivenOptions | None) -> Path:
+    """``sweeps/<config name>`` (``sweeps/ce-biased_features``) for the trials' first config, else ``sweeps/sweep``."""
+    if given is None or not given.files:
+        return Path("sweeps") / "sweep"
+    path = given.files[0]
+    name = path.resolve().relative_to(CONFIG_DIR) if path.resolve().is_relative_to(CONFIG_DIR) else path
+    return Path("sweeps") / name.with_suffix("").as_posix().replace("configs/", "").replace("/", "-")
 
 
-def _definition(opts: Namespace, fit_args: list[str]) -> dict[str, Any]:
-    for bad in ("--ckpt_path", "--seed_everything", "--trainer.default_root_dir"):
-        if any(a == bad or a.startswith(bad + "=") for a in fit_args):
-            raise UserError(f"{bad} is set by the sweep for every trial (use --seeds for seeds, --out for the folder)")
+def _definition(opts: Namespace, fit_args: list[str], given: GivenOptions | None) -> dict[str, Any]:
+    chosen = given.command_line() if given is not None else {}
+    for bad in ("ckpt_path", "seed_everything", "trainer.default_root_dir"):
+        if bad in chosen:
+            raise UserError(f"--{bad} is set by the sweep for every trial (use --seeds for seeds, --out for the "
+                            "folder)")
     if not opts.search:
         raise UserError("faircl sweep needs at least one --search PATH=RANGE (e.g. model.lambda_fair=log:0.01:10)")
     params = [parse_search(s) for s in opts.search]
@@ -301,6 +305,7 @@ def sweep(argv: list[str]) -> int:
     parser = sweep_parser()
     opts = parser.parse_args(argv)
     fit_args = parser.fit_args
+    given = parse_command(["fit", *fit_args])[1] if fit_args else None  # the trials' options, checked
     if opts.trials is not None and opts.trials < 1:
         raise UserError(f"--trials must be >= 1, got {opts.trials}")
     if opts.heartbeat is not None and opts.heartbeat < 1:
@@ -308,7 +313,7 @@ def sweep(argv: list[str]) -> int:
     if opts.workers < 1 or (opts.workers > 1 and opts.launcher != "slurm"):
         raise UserError(f"--workers {opts.workers}: expected 1, or with --launcher slurm a count >= 1 (on this "
                         "machine, add a worker with `faircl sweep --out DIR --resume`)")
-    out = Path(opts.out) if opts.out else _default_out(fit_args)
+    out = Path(opts.out) if opts.out else _default_out(given)
     # the cluster is asked before anything is made or trained
     array = executor_from("slurm", opts.slurm, out.resolve()) if opts.launcher == "slurm" else None
     saved_file = out / "sweep.json"
@@ -333,7 +338,7 @@ def sweep(argv: list[str]) -> int:
     if saved is not None and not _given(opts, fit_args):
         definition = {k: saved[k] for k in DEFINITION}
     else:
-        definition = _definition(opts, fit_args)
+        definition = _definition(opts, fit_args, given)
         definition["objectives"] = [list(o) for o in definition["objectives"]]
         if saved is not None and any(definition[k] != saved[k] for k in DEFINITION):
             differ = [k for k in DEFINITION if definition[k] != saved[k]]

@@ -28,6 +28,7 @@ from faircl.cli.study import OWNER, PRUNED_EXIT, build_pruner, describe_owner, f
     open_storage, this_worker
 from faircl.runs.executors import LAUNCHER_ENV, Executor, FreshProcesses, Job, LocalPool
 from faircl.runs.folders import read_record
+from faircl.runs.lightning_cli import parse_command
 from faircl.runs.pool import PRELOAD, needs_fresh_process
 
 __all__ = ["DEFINITION", "MAX_FAILURES_IN_A_ROW", "SAMPLERS", "TrialFailed", "Worker", "budget_left", "make_sampler",
@@ -80,8 +81,10 @@ class Worker:
         self.journal = journal_path(storage_url) is not None
         # a multi-process trial is a fresh process (Lightning's launcher re-runs its command line); else each seed is
         # forked from the worker's pre-imported server: start-up is paid once per worker
-        self.executor = executor or (FreshProcesses() if needs_fresh_process(definition["fit_args"])
-                                     else LocalPool((*PRELOAD, "faircl.cli.trial")))
+        if executor is None:
+            trainer = parse_command(["fit", *definition["fit_args"]])[0].trainer
+            executor = FreshProcesses() if needs_fresh_process(trainer) else LocalPool((*PRELOAD, "faircl.cli.trial"))
+        self.executor = executor
 
     def objective(self, trial: optuna.Trial) -> float | tuple[float, ...]:
         if self.journal:  # no heartbeat there: other workers check this owner (faircl.cli.study)

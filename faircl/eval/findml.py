@@ -365,12 +365,13 @@ def evaluate_checkpoint(ckpt: str | Path, config: str | Path, *, ks: Sequence[in
     return report, meta
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, float]:
-    """``python -m faircl.eval.findml --ckpt CKPT --config CONFIG [--out DIR] ...``: prints and writes the report."""
+def parser(config_type: Any = str) -> argparse.ArgumentParser:
+    """The options of ``faircl findml``; ``config_type`` reads ``--config`` (the command resolves a shipped name)."""
     p = argparse.ArgumentParser(prog="faircl findml",
                                 description="finDML benchmark of a checkpoint: representation and downstream gaps.")
     p.add_argument("--ckpt", required=True, help="checkpoint written by `faircl fit`")
-    p.add_argument("--config", required=True, help="the faircl YAML config (its data section builds the splits)")
+    p.add_argument("--config", required=True, type=config_type,
+                   help="the faircl YAML config (its data section builds the splits)")
     p.add_argument("--out", default=None, help="directory for report.json / report.md (default: next to the ckpt)")
     p.add_argument("--k", type=int, nargs="+", default=[1], help="k of Recall@k")
     p.add_argument("--classifiers", nargs="*", default=list(CLASSIFIERS), choices=CLASSIFIERS)
@@ -380,7 +381,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     p.add_argument("--max-rows", type=int, default=None, help="at most this many train rows")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data-dir", default=None, help="override data.init_args.data_dir")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, float]:
+    """``python -m faircl.eval.findml --ckpt CKPT --config CONFIG [--out DIR] ...``: prints and writes the report."""
+    return run(parser().parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> dict[str, float]:
+    """The finDML report of ``args`` (:func:`parser`'s options): printed, and written to ``--out``."""
     overrides = {"data_dir": args.data_dir} if args.data_dir else {}
     report, meta = evaluate_checkpoint(args.ckpt, args.config, ks=args.k, classifiers=args.classifiers,
                                        rebalance=args.rebalance, balanced_downstream=args.balanced_downstream,

@@ -1,6 +1,5 @@
-"""Names and files of the ``faircl`` command that need neither torch nor Lightning: the usage error, the shipped
-configs by name (resolved once, before a parser reads the command line), reading a config file, and the value of an
-option that faircl checks before LightningCLI parses (``faircl configs`` runs on these alone)."""
+"""Names and files of the ``faircl`` command that need neither torch nor Lightning: the shipped configs by name
+(resolved by the parsers' ``--config``) and reading a config file (``faircl configs`` runs on these alone)."""
 
 from __future__ import annotations
 
@@ -33,31 +32,6 @@ def resolve_config(value: str) -> str:
     raise UserError(f"config {value!r} not found: it is neither a file nor a shipped config name "
                    f"(<method>/<dataset>, e.g. {', '.join(near or shipped_configs()[:4])}; list them all with "
                    "`faircl configs`)")
-
-
-def resolve_configs(argv: list[str]) -> tuple[list[str], list[Path]]:
-    """``argv`` with every ``--config`` value replaced by its file (:func:`resolve_config`), and those files in order:
-    the one place where a command line's config names are resolved, before a parser reads them."""
-    out, files = list(argv), []
-    for i, arg in enumerate(out):
-        if arg == "--config" and i + 1 < len(out):
-            out[i + 1] = resolve_config(out[i + 1])
-            files.append(Path(out[i + 1]))
-        elif arg.startswith("--config="):
-            out[i] = "--config=" + resolve_config(arg.split("=", 1)[1])
-            files.append(Path(out[i].split("=", 1)[1]))
-    return out, files
-
-
-def option_value(argv: list[str], name: str) -> str | None:
-    """The last value of ``--name V`` / ``--name=V`` in ``argv`` (``None`` when absent)."""
-    value = None
-    for i, arg in enumerate(argv):
-        if arg == f"--{name}" and i + 1 < len(argv):
-            value = argv[i + 1]
-        elif arg.startswith(f"--{name}="):
-            value = arg.split("=", 1)[1]
-    return value
 
 
 def read_config(path: str | Path) -> dict[str, Any]:

@@ -50,7 +50,7 @@ class GivenOptions:
     def command_line(self) -> dict[str, Any]:
         """The values given on the command line (by dotted key): given, and not the value a config file gives."""
         files = self.in_files()
-        return {k: v for k, v in self.leaves().items() if k not in files or files[k][0] != v}
+        return {k: v for k, v in self.leaves().items() if k not in files or not _same(k, files[k][0], v)}
 
     def model_options(self) -> list[str]:
         """The method's arguments set on the command line, as dotted paths: ``--model.init_args.encoder_kwargs.hidden_dim
@@ -74,6 +74,13 @@ class GivenOptions:
     def optimizer_lr(self) -> bool:
         """Whether the command line or a config sets the learning rate of an injected ``--optimizer``."""
         return "optimizer.init_args.lr" in self.leaves() or "optimizer.lr" in self.leaves()
+
+
+def _same(key: str, in_file: Any, parsed: Any) -> bool:
+    """Whether a config file's value of ``key`` is the parsed one (a class by name or by its import path)."""
+    if key.endswith("class_path"):
+        return str(in_file).rsplit(".", 1)[-1] == str(parsed).rsplit(".", 1)[-1]
+    return in_file == parsed
 
 
 def check_linked(given: dict[str, tuple[Any, str]], data: Any, origin: str = "") -> None:

@@ -189,7 +189,9 @@ class FairCLI(LightningCLI):
         self._check_fits_checkpoint()
 
     # ------------------------------------------------------------------ a checkpoint's hyper-parameters
-    # Private LightningCLI method (a checkpoint's hyper-parameters enter the config): Lightning 2.5.5 (.ci/lowest), 2.6.6
+    # The one private LightningCLI method overridden (a checkpoint's hyper-parameters enter the config; no public hook
+    # lies between the parse and the instantiation): pinned by tests/cli/test_lightning_cli_override.py, Lightning 2.5.5
+    # (.ci/lowest) and the newest
     def _parse_ckpt_path(self) -> None:
         """The model of a checkpoint is built with the checkpoint's hyper-parameters (``best`` / ``last`` are
         resolved to their file first), except the options given on the command line: those are kept, and
@@ -465,16 +467,17 @@ def _import_class(path: str, base: type, kind: str) -> type:
 
 def check_name(key: str, value: str) -> None:
     """Fail, listing the choices, when the method (``key`` ``model``) or datamodule (``data``) ``value`` is neither a
-    registered class (by name, or faircl's import path of it) nor an importable ``FairModule`` /
-    ``FairDataModule`` subclass of the user's (a dotted path outside faircl)."""
+    registered class (by name, or faircl's import path of it) nor an importable ``FairModule`` / ``FairDataModule``
+    subclass by import path; a base that registered classes share (``TextDataModule``) is refused."""
     choices = {"model": METHODS, "data": datamodules()}[key]
     kind = "method" if key == "model" else "datamodule"
     if value in choices or (value.startswith("faircl.") and value.rsplit(".", 1)[-1] in choices):
         return
-    if "." in value and not value.startswith("faircl."):
-        _import_class(value, FairModule if key == "model" else FairDataModule, kind)
-        return
-    name = value.rsplit(".", 1)[-1] if value.startswith("faircl.") else value
+    if "." in value:
+        cls = _import_class(value, FairModule if key == "model" else FairDataModule, kind)
+        if not any(c is not cls and issubclass(c, cls) for c in choices.values()):
+            return  # a base that registered classes share is not one to run (TextDataModule, FairModule)
+    name = value.rsplit(".", 1)[-1]
     raise UserError(f"unknown {kind} {name!r} for --{key}; available: {', '.join(sorted(choices))}, or an import "
                    f"path such as mypkg.mymodule.My{'Method' if key == 'model' else 'Data'}")
 
@@ -506,11 +509,8 @@ def _quiet_lightning_log() -> None:
     logging.getLogger("lightning.fabric.utilities.seed").setLevel(logging.WARNING)
 
 
-def run_cli(args: list[str], run: bool = True, callbacks: list | None = None) -> FairCLI:
-    """Run ``faircl <args>`` in this process and return the :class:`FairCLI` (model, datamodule, trainer).
-
-    ``callbacks`` join the trainer without entering the run's ``config.yaml`` (a run's epoch history, a sweep's
-    pruning). Errors are raised (:class:`UserError`, ``DataError``, ...) for the caller to turn into an exit status."""
+def _cli_options(callbacks: list | None = None) -> dict[str, Any]:
+    """The arguments faircl builds its :class:`FairCLI` with, for every command."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     datamodules()  # every datamodule class is imported, so a class name in a config resolves
@@ -518,6 +518,42 @@ def run_cli(args: list[str], run: bool = True, callbacks: list | None = None) ->
         warnings.filterwarnings("ignore", message=message)
     _quiet_lightning_log()
     defaults = {**TRAINER_DEFAULTS, **({"callbacks": list(callbacks)} if callbacks else {})}
-    return FairCLI(FairModule, FairDataModule, subclass_mode_model=True, subclass_mode_data=True, args=list(args),
-                   run=run, seed_everything_default=0, trainer_defaults=defaults, save_config_callback=_SaveConfig,
-                   save_config_kwargs={"overwrite": True}, auto_configure_optimizers=False)
+    return dict(model_class=FairModule, datamodule_class=FairDataModule, subclass_mode_model=True,
+                subclass_mode_data=True, seed_everything_default=0, trainer_defaults=defaults,
+                save_config_callback=_SaveConfig, save_config_kwargs={"overwrite": True}, auto_configure_optimizers=False)
+
+
+class _Parsed(Exception):
+    """Raised by :class:`_ParseOnly` once the command line is parsed, carrying the CLI."""
+
+    def __init__(self, cli: FairCLI) -> None:
+        super().__init__("parsed")
+        self.cli = cli
+
+
+class _ParseOnly(FairCLI):
+    """A :class:`FairCLI` that stops once the command line is parsed and checked: nothing is built or run."""
+
+    def parse_arguments(self, parser, args) -> None:
+        super().parse_arguments(parser, args)
+        raise _Parsed(self)
+
+
+def parse_command(args: list[str]) -> tuple[Namespace, GivenOptions]:
+    """``faircl <args>`` (``fit ...``) parsed and checked by jsonargparse, nothing built: the command's config (with the
+    defaults) and what its config files and options give."""
+    try:
+        _ParseOnly(args=list(args), **_cli_options())
+    except _Parsed as done:
+        config = done.cli.config
+        sub = config.get("subcommand")
+        return (config[sub] if sub else config), done.cli.given
+    raise AssertionError("unreachable: _ParseOnly always stops after the parse")
+
+
+def run_cli(args: list[str], run: bool = True, callbacks: list | None = None) -> FairCLI:
+    """Run ``faircl <args>`` in this process and return the :class:`FairCLI` (model, datamodule, trainer).
+
+    ``callbacks`` join the trainer without entering the run's ``config.yaml`` (a run's epoch history, a sweep's
+    pruning). Errors are raised (:class:`UserError`, ``DataError``, ...) for the caller to turn into an exit status."""
+    return FairCLI(args=list(args), run=run, **_cli_options(callbacks))

@@ -38,17 +38,15 @@ PRELOAD = ("matplotlib.pyplot", "pandas", "rich.console", "rich.table", "sklearn
            "sklearn.svm", "faircl.runs.lightning_cli", "faircl.eval.report_plot", "faircl.runs.pool")
 
 
-def needs_fresh_process(args: Sequence[str]) -> bool:
-    """Whether a command's arguments ask for several devices, nodes or a launcher-based strategy (a fresh process
-    then, since Lightning's launcher re-runs the command line for the other ranks)."""
-    for key in ("--trainer.devices", "--trainer.num_nodes"):
-        for i, a in enumerate(args):
-            value = a.split("=", 1)[1] if a.startswith(key + "=") else (args[i + 1] if a == key and i + 1 < len(args)
-                                                                          else None)
-            if value is not None and value.strip() not in ("1", "[0]", "auto"):
-                return True
-    text = " ".join(args)
-    return "strategy" in text and "ddp" in text
+def needs_fresh_process(trainer: Any) -> bool:
+    """Whether a run's trainer settings (its parsed ``trainer`` section) ask for several devices, nodes or a
+    launcher-based strategy (a fresh process then, since Lightning's launcher re-runs the command line for the other
+    ranks)."""
+    for key in ("devices", "num_nodes"):
+        value = trainer.get(key)
+        if value is not None and str(value).strip() not in ("1", "[0]", "auto"):
+            return True
+    return "ddp" in str(trainer.get("strategy") or "")
 
 
 def follow_owner(owner: int) -> None:

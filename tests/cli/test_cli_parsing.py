@@ -12,7 +12,7 @@ import optuna
 import pytest
 from jsonargparse import ArgumentParser
 
-from faircl.runs.config_files import resolve_configs
+from faircl.runs.lightning_cli import parse_command
 from faircl.runs.user_error import UserError, parser_refusal
 from faircl.cli.dispatch import main, user_message
 from faircl.cli.sweep import _summary, sweep_parser
@@ -178,13 +178,16 @@ def test_other_errors_keep_their_own_line():
 
 
 # ---------------------------------------------------------------------------------------------------- config names
-def test_config_names_are_resolved_once_with_their_files(tmp_path):
+def test_config_names_are_resolved_by_the_parser_with_their_files(tmp_path):
     own = tmp_path / "mine.yaml"
     own.write_text("trainer:\n  max_epochs: 1\n")
-    argv, files = resolve_configs(["fit", "--config", "ce/biased_features", "--model.lr=0.1", f"--config={own}"])
-    shipped = Path(argv[2])
-    assert shipped.is_file() and shipped.parts[-2:] == ("ce", "biased_features.yaml")
-    assert argv[3:] == ["--model.lr=0.1", f"--config={own}"] and files == [shipped, own]
-    assert resolve_configs(["fit", "--model", "CE"]) == (["fit", "--model", "CE"], [])
+    parsed, given = parse_command(["fit", "--config", "ce/biased_features", "--model.lr=0.1", f"--config={own}"])
+    shipped = given.files[0]
+    assert shipped.is_file() and shipped.parts[-2:] == ("ce", "biased_features.yaml") and given.files[1] == own
+    assert parsed.trainer.max_epochs == 1 and parsed.model.init_args.lr == 0.1
     with pytest.raises(UserError, match="'ce/no_such' not found"):
-        resolve_configs(["--config", "ce/no_such"])
+        parse_command(["fit", "--config", "ce/no_such"])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model: !!python/object/apply:os.system ['true']\n")
+    with pytest.raises(UserError, match="bad.yaml.*line 1.*refused"):
+        parse_command(["fit", "--config", str(bad)])

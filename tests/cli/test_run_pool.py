@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from faircl.runs.lightning_cli import parse_command
 from faircl.runs.pool import RunPool, needs_fresh_process
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,13 +79,20 @@ def test_a_run_that_cannot_pickle_is_refused_with_the_reason(bare_pool):
     assert bare_pool.run(int, ("2",)) == 2  # the pool runs on
 
 
+def _trainer(*options: str):
+    return parse_command(["fit", "--config", "ce/biased_features", *options])[0].trainer
+
+
 def test_multi_process_commands_need_a_fresh_process():
-    assert needs_fresh_process(["--trainer.devices", "2"]) and needs_fresh_process(["--trainer.devices=2"])
-    assert needs_fresh_process(["--trainer.strategy=ddp"]) and needs_fresh_process(["--trainer.num_nodes", "2"])
-    assert needs_fresh_process(["--trainer.strategy", "ddp_spawn"])
-    assert not needs_fresh_process(["--trainer.devices", "1", "--trainer.max_epochs", "2"])
-    assert not needs_fresh_process(["--trainer.devices=auto", "--trainer.strategy=auto"])
-    assert not needs_fresh_process(["--config", "ce/biased_features"])
+    # decided from the trainer settings jsonargparse parsed (options and configs alike), never from argv
+    assert needs_fresh_process(_trainer("--trainer.devices", "2")) and needs_fresh_process(_trainer("--trainer.devices=2"))
+    assert needs_fresh_process(_trainer("--trainer.strategy=ddp"))
+    assert needs_fresh_process(_trainer("--trainer.num_nodes", "2"))
+    assert needs_fresh_process(_trainer("--trainer.strategy", "ddp_spawn"))
+    assert needs_fresh_process(_trainer("--trainer.devices=[0, 1]"))
+    assert not needs_fresh_process(_trainer("--trainer.devices", "1", "--trainer.max_epochs", "2"))
+    assert not needs_fresh_process(_trainer("--trainer.devices=auto", "--trainer.strategy=auto"))
+    assert not needs_fresh_process(_trainer())
 
 
 # An owner process: one run that writes its pid, then works (sleeps); Ctrl-C: the owner says so and exits 130.
