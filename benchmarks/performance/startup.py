@@ -231,7 +231,7 @@ def fixed_cost(raw: dict, draws: int = 2000) -> dict:
 def data_setup(data: dict, out: str) -> int:
     """A forked run's data set-up: the fit's datamodule set up and its first training batch drawn, then the
     test's datamodule set up; the seconds of each into ``out``."""
-    from faircl.runs.lightning_cli import datamodules
+    from faircl.runs.cli_names import datamodules
 
     cls = datamodules()[data["class_path"].rsplit(".", 1)[-1]]
     start = time.perf_counter()

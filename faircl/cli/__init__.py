@@ -17,8 +17,8 @@ from faircl.runs.user_error import UserError
 #: the former name of :class:`~faircl.runs.user_error.UserError`
 CLIError = UserError
 
-_LAZY = {"FairCLI": "faircl.runs.lightning_cli", "check_name": "faircl.runs.lightning_cli",
-         "datamodules": "faircl.runs.lightning_cli", "run_cli": "faircl.runs.lightning_cli",
+_LAZY = {"FairCLI": "faircl.runs.lightning_cli", "check_name": "faircl.runs.cli_names",
+         "datamodules": "faircl.runs.cli_names", "run_cli": "faircl.runs.lightning_cli",
          "find_checkpoint": "faircl.runs.checkpoint_lookup"}
 
 __all__ = ["CLIError", "FairCLI", "UserError", "check_name", "datamodules", "find_checkpoint", "main", "resolve_config",

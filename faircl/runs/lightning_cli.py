@@ -14,8 +14,6 @@ are never overwritten without ``--overwrite``. Errors are raised (:mod:`faircl.r
 
 from __future__ import annotations
 
-import importlib
-import logging
 import os
 import warnings
 from functools import partial, update_wrapper
@@ -29,7 +27,6 @@ from jsonargparse import ActionConfigFile, ArgumentError, Namespace
 from lightning.pytorch.cli import LightningCLI, LRSchedulerTypeTuple, SaveConfigCallback, instantiate_class
 from lightning.pytorch.loggers import CSVLogger
 
-import faircl.data
 from faircl.checkpoints import AtomicCheckpointIO, CheckpointError, FairCheckpoint, check_checkpoint
 from faircl.data.base import FairDataModule
 from faircl.eval.report import print_report, write_report
@@ -43,26 +40,15 @@ from faircl.runs.checkpoint_lookup import (UNTRAINED, checkpoint_class, checkpoi
                                            epochs_trained, resolve_ckpt_path, short_name)
 from faircl.runs.config_files import read_config, resolve_config
 from faircl.runs.given_options import LINKED, GivenOptions, argument_leaves, check_linked, set_argument_leaf
+from faircl.runs.cli_names import check_accelerator, check_name, datamodules, import_class, same_method
 from faircl.runs.outputs import PredictionFiles, config_filename, guard_outputs
+from faircl.runs.quiet_log import QUIET, quiet_lightning_log
 from faircl.runs.records import fit_record_of, run_record
 from faircl.runs.user_error import UserError, parser_refusal
 
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
-#: Lightning warnings that carry no advice for a faircl run (the datamodules choose workers and shard themselves;
-#: evaluation never needs the checkpoint callback; a torch / Lightning deprecation inside Lightning itself; a run on a
-#: machine that has SLURM but was not started by ``srun``: the cluster guide says when to use it).
-QUIET = (r".*does not have many workers.*", r".*smaller than the logging interval.*", r".*LeafSpec.*is deprecated.*",
-         r".*callbacks used to create the checkpoint need to be provided.*", r".*`srun` command is available.*",
-         r".*args parameter is intended to run from within Python.*",
-         # the metrics faircl logs are already global (torchmetrics states synced across processes; the stage is the
-         # same on every rank; the train terms are logged with sync_dist): Lightning's advice to sync is moot
-         r"(?s).*self\.log\('(val|test|train)/.*sync_dist=True.*", r"(?s).*self\.log\('stage'.*sync_dist=True.*")
 #: On ``fit --ckpt_path``: the checkpoint callback starts in a new folder; :class:`CarryBest` carries the best over.
 RESUME_QUIET = r"(?s).*The dirpath has changed from.*won't be reloaded.*"
-#: Lines of Lightning's log that say nothing to a faircl user: the promotion of a hosted logging service, printed by
-#: every Trainer without one, and the absent accelerators (a present GPU is still reported).
-SILENT_PREFIXES = ("\N{ELECTRIC LIGHT BULB} Tip:", "GPU available: False", "TPU available: False",
-                   "HPU available: False")
 TRAINER_DEFAULTS = {
     # The datamodules shard and balance batches themselves (rank-aware samplers).
     "use_distributed_sampler": False,
@@ -154,7 +140,7 @@ class FairCLI(LightningCLI):
             node.model = None  # only the method's options given (jsonargparse then takes the base class): no method
         if node.get("data") is not None:
             check_name("data", node.data.class_path)
-        _check_accelerator(node.get("trainer"))
+        check_accelerator(node.get("trainer"))
         ckpt = node.get("ckpt_path")
         self.untrained = "ckpt_path" in self.given.namespace and (ckpt is None or str(ckpt).lower() in UNTRAINED)
         if self.untrained:
@@ -173,7 +159,7 @@ class FairCLI(LightningCLI):
                 update = {"model": {"class_path": stored_class, "init_args": init.as_dict() if init else {}}}
                 self.config = parser.parse_object({sub: update} if sub else update, self.config)
                 node = self.config[sub] if sub else self.config
-            _same_method(ckpt, node.model.class_path, stored_class)
+            same_method(ckpt, node.model.class_path, stored_class)
             hp = stored.get("hyper_parameters") or {}
             self.ckpt_linked = {k: (hp[k], f"{k}={hp[k]} of --ckpt_path {ckpt}") for k in LINKED if hp.get(k) is not None}
         if node.get("model") is None:
@@ -283,7 +269,7 @@ class FairCLI(LightningCLI):
         try:
             cls = METHODS.get(str(class_path).rsplit(".", 1)[-1]) if class_path else None
             if class_path and (cls is None or f"{cls.__module__}.{cls.__name__}" != class_path):
-                cls = _import_class(class_path, FairModule, "method")
+                cls = import_class(class_path, FairModule, "method")
             return check_encoder_for(cls or FairModule, encoder, dm)
         except (UserError, ValueError) as err:  # raised after instantiation: jsonargparse would rewrite it here
             self._input_error = err
@@ -447,68 +433,7 @@ class FairCLI(LightningCLI):
             print("predictions written to " + " and ".join(str(p) for p in self.prediction_writer.written))
 
 
-# ---------------------------------------------------------------------------------------------------- names
-def datamodules() -> dict[str, type[FairDataModule]]:
-    """The selectable datamodules by class name (``faircl.data.DATAMODULES``)."""
-    registry = getattr(faircl.data, "DATAMODULES", None)
-    return dict(registry) if registry is not None else faircl.data.available_datamodules()
-
-
-def _import_class(path: str, base: type, kind: str) -> type:
-    module, _, name = path.rpartition(".")
-    try:
-        cls = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as err:
-        raise UserError(f"cannot import {kind} {path!r}: {err} (is its package on the Python path?)") from err
-    if not (isinstance(cls, type) and issubclass(cls, base)):
-        raise UserError(f"{kind} {path!r} is not a subclass of {base.__module__}.{base.__name__}")
-    return cls
-
-
-def check_name(key: str, value: str) -> None:
-    """Fail, listing the choices, when the method (``key`` ``model``) or datamodule (``data``) ``value`` is neither a
-    registered class (by name, or faircl's import path of it) nor an importable ``FairModule`` / ``FairDataModule``
-    subclass by import path; a base that registered classes share (``TextDataModule``) is refused."""
-    choices = {"model": METHODS, "data": datamodules()}[key]
-    kind = "method" if key == "model" else "datamodule"
-    if value in choices or (value.startswith("faircl.") and value.rsplit(".", 1)[-1] in choices):
-        return
-    if "." in value:
-        cls = _import_class(value, FairModule if key == "model" else FairDataModule, kind)
-        if not any(c is not cls and issubclass(c, cls) for c in choices.values()):
-            return  # a base that registered classes share is not one to run (TextDataModule, FairModule)
-    name = value.rsplit(".", 1)[-1]
-    raise UserError(f"unknown {kind} {name!r} for --{key}; available: {', '.join(sorted(choices))}, or an import "
-                   f"path such as mypkg.mymodule.My{'Method' if key == 'model' else 'Data'}")
-
-
-def _same_method(ckpt: str, wanted: str, stored: str | None) -> None:
-    """Refuse a checkpoint of another method than the requested one."""
-    if stored is not None and short_name(wanted) != short_name(stored):
-        raise UserError(f"--ckpt_path {ckpt} holds a {short_name(stored)} model, but the method requested is "
-                       f"{short_name(wanted)}: pass a checkpoint of a {short_name(wanted)} run, or --model "
-                       f"{short_name(stored)} (or leave --model out to use the checkpoint's method)")
-
-
-def _check_accelerator(trainer: Any) -> None:
-    value = trainer.get("accelerator") if trainer is not None else None
-    if isinstance(value, str) and value.lower() in ("gpu", "cuda") and not torch.cuda.is_available():
-        raise UserError(f"--trainer.accelerator {value}: no GPU is available to this process "
-                       "(torch.cuda.is_available() is False); use --trainer.accelerator cpu (or auto)")
-
-
-def _quiet_lightning_log() -> None:
-    """Filter the :data:`SILENT_PREFIXES` lines out of Lightning's rank-zero log, and its "Seed set to" line (the
-    seed is in the run's config), once per process."""
-    log = logging.getLogger("lightning.pytorch.utilities.rank_zero")
-    if not any(getattr(f, "faircl_quiet", False) for f in log.filters):
-        quiet = logging.Filter()
-        quiet.filter = lambda record: not str(record.getMessage()).startswith(SILENT_PREFIXES)  # type: ignore
-        quiet.faircl_quiet = True  # type: ignore[attr-defined]
-        log.addFilter(quiet)
-    logging.getLogger("lightning.fabric.utilities.seed").setLevel(logging.WARNING)
-
-
+# ---------------------------------------------------------------------------------------------------- entry points
 def _cli_options(callbacks: list | None = None) -> dict[str, Any]:
     """The arguments faircl builds its :class:`FairCLI` with, for every command."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -516,7 +441,7 @@ def _cli_options(callbacks: list | None = None) -> dict[str, Any]:
     datamodules()  # every datamodule class is imported, so a class name in a config resolves
     for message in QUIET:
         warnings.filterwarnings("ignore", message=message)
-    _quiet_lightning_log()
+    quiet_lightning_log()
     defaults = {**TRAINER_DEFAULTS, **({"callbacks": list(callbacks)} if callbacks else {})}
     return dict(model_class=FairModule, datamodule_class=FairDataModule, subclass_mode_model=True,
                 subclass_mode_data=True, seed_everything_default=0, trainer_defaults=defaults,
