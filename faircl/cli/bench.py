@@ -44,7 +44,7 @@ from faircl.bench.checkpoint_selection import describe
 from faircl.bench.checks import check_bench, check_importable
 from faircl.bench.runner import BENCH_PRELOAD, MethodSpec, default_cache, plan, resolve_method
 from faircl.bench.spec import Protocol, deep_merge, load_suite, suite_names
-from faircl.cli.launchers import add_launcher_arguments, executor_from
+from faircl.cli.launchers import add_launcher_arguments, executor_from, unknown_setting
 from faircl.runs.executors import LocalPool
 from faircl.runs.user_error import ParserRefusal, UserError, parser_refusal
 
@@ -186,7 +186,7 @@ def _options(argv: list[str]) -> Any:
         given = parser.parse_args(argv, defaults=False)
     except argparse.ArgumentError as err:
         refusal = parser_refusal(err)
-        problem = _method_problem(refusal) if refusal is not None else None
+        problem = _method_problem(refusal) if refusal is not None else unknown_setting(err)
         if problem is not None:
             raise problem from None
         raise

@@ -8,6 +8,7 @@ them, and they are checked before anything runs or is submitted.
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from faircl.runs.executors import Executor, FreshProcesses, LocalPool
 from faircl.runs.slurm import SlurmExecutor, SlurmSettings, available
 from faircl.runs.user_error import UserError
 
-__all__ = ["LAUNCHERS", "add_launcher_arguments", "executor_from"]
+__all__ = ["LAUNCHERS", "add_launcher_arguments", "executor_from", "unknown_setting"]
 
 LAUNCHERS = ("local", "fresh", "slurm")
 
@@ -32,6 +33,18 @@ def add_launcher_arguments(parser: Any, what: str) -> None:
         "--slurm.cpus_per_task, --slurm.mem_gb, --slurm.time_min, --slurm.array_parallelism, --slurm.extra_sbatch "
         "(a list of sbatch options, e.g. '[qos=high]'), --slurm.log_folder (default: <out>/slurm); or --slurm "
         "FILE.yaml, a mapping of these settings"))
+
+
+def unknown_setting(err: BaseException) -> UserError | None:
+    """For a parser's refusal of a ``--slurm.KEY`` option or of a key of a ``--slurm FILE.yaml`` that is no SLURM
+    setting: one line naming it and the settings there are; ``None`` for any other error."""
+    text = str(err)
+    named = (re.search(r"--slurm\.(\w+)", text) if "nrecognized arguments" in text else None) or re.search(
+        r"Group 'slurm' does not accept (?:option|key) '(\w+)'", text)
+    if named is None:
+        return None
+    settings = ", ".join(f.name for f in dataclasses.fields(SlurmSettings))
+    return UserError(f"--slurm.{named.group(1)}: not a SLURM setting; the settings are {settings}")
 
 
 def slurm_settings(value: Any, out: Path) -> SlurmSettings:

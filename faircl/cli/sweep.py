@@ -63,14 +63,14 @@ from typing import Any
 import lightning as L
 import optuna
 import sqlalchemy.exc
-from jsonargparse import ArgumentParser, Namespace
+from jsonargparse import ArgumentError, ArgumentParser, Namespace
 from optuna.trial import TrialState
 
 from faircl.runs.config_files import CONFIG_DIR
 from faircl.runs.given_options import GivenOptions
 from faircl.runs.lightning_cli import parse_command, run_cli
 from faircl.runs.user_error import UserError
-from faircl.cli.launchers import add_launcher_arguments, executor_from
+from faircl.cli.launchers import add_launcher_arguments, executor_from, unknown_setting
 from faircl.cli.study import build_pruner, check_storage, journal_path, open_storage, safe_url
 from faircl.cli.search import Param, check_paths, override, parse_objectives, parse_search
 from faircl.cli.sweep_workers import (DEFINITION, MAX_FAILURES_IN_A_ROW, SAMPLERS, TrialFailed, Worker,
@@ -303,9 +303,15 @@ def sweep(argv: list[str]) -> int:
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     warnings.filterwarnings("ignore", message=r".*args parameter is intended to run from within Python.*")
     parser = sweep_parser()
-    opts = parser.parse_args(argv)
-    fit_args = parser.fit_args
-    given = parse_command(["fit", *fit_args])[1] if fit_args else None  # the trials' options, checked
+    try:
+        opts = parser.parse_args(argv)
+        fit_args = parser.fit_args
+        given = parse_command(["fit", *fit_args])[1] if fit_args else None  # the trials' options, checked
+    except ArgumentError as err:
+        problem = unknown_setting(err)
+        if problem is not None:
+            raise problem from None
+        raise
     if opts.trials is not None and opts.trials < 1:
         raise UserError(f"--trials must be >= 1, got {opts.trials}")
     if opts.heartbeat is not None and opts.heartbeat < 1:

@@ -43,3 +43,21 @@ def test_no_cluster_is_one_line_and_fresh_needs_none(tmp_path, monkeypatch):
     with pytest.raises(UserError, match="--launcher slurm: no SLURM cluster: sbatch is not on PATH"):
         executor_from("slurm", _parser().parse_args([]).slurm, tmp_path)
     assert isinstance(executor_from("fresh", None, tmp_path), FreshProcesses)
+
+
+def test_a_key_that_is_no_setting_is_named_with_the_settings_there_are(tmp_path, monkeypatch, capsys):
+    from faircl.cli.dispatch import main
+
+    (tmp_path / "cluster.yaml").write_text("partition: gpu\ncolour: red\n")
+    monkeypatch.chdir(tmp_path)
+    for given in (["--slurm.colour", "red"], ["--slurm", str(tmp_path / "cluster.yaml")]):
+        for command in (["sweep", "--config", "ce/biased_features", "--search", "model.lr=log:1e-4:1e-2"],
+                        ["bench", "text", "--method", "ConFair", "--quick", "--protocol", "synthbios_minilm"]):
+            assert main([*command, "--launcher", "slurm", *given]) == 2
+            line = capsys.readouterr().err.splitlines()[0]
+            assert line.startswith("faircl: error: --slurm.colour: not a SLURM setting; the settings are partition, "
+                                   "gpus_per_task"), line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cluster.yaml"]  # refused before anything is made
+    with pytest.raises(Exception) as info:
+        _parser().parse_args(["--slurm.partition"])
+    assert launchers.unknown_setting(info.value) is None  # another error keeps its own line
