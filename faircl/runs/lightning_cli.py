@@ -27,7 +27,7 @@ from jsonargparse import ActionConfigFile, ArgumentError, Namespace
 from lightning.pytorch.cli import LightningCLI, LRSchedulerTypeTuple, SaveConfigCallback, instantiate_class
 from lightning.pytorch.loggers import CSVLogger
 
-from faircl.checkpoints import AtomicCheckpointIO, CheckpointError, FairCheckpoint, check_checkpoint
+from faircl.checkpoints import AtomicCheckpointIO, FairCheckpoint
 from faircl.data.base import FairDataModule
 from faircl.eval.report import print_report, write_report
 from faircl.eval.report_plot import plot_report
@@ -91,6 +91,7 @@ class FairCLI(LightningCLI):
         self.untrained = False
         self.given = GivenOptions(Namespace(), [])
         self.ckpt_linked: dict[str, tuple[Any, str]] = {}
+        self.ckpt_read: tuple[str | None, dict[str, Any]] = (None, {})
         self.ckpt_file: str | None = None
         self.ckpt_shapes: dict[str, tuple[int, ...]] = {}
         self.ckpt_progress: tuple[int | None, int | None] = (None, None)
@@ -147,10 +148,8 @@ class FairCLI(LightningCLI):
             node.ckpt_path = None
         elif ckpt is not None and Path(ckpt).expanduser().is_file():
             # its hyper-parameters enter the config (_parse_ckpt_path): a corrupt or unsafe file fails here clearly
-            try:
-                stored = check_checkpoint(ckpt)
-            except CheckpointError as err:
-                raise UserError(str(err)) from None
+            stored = checkpoint_dict(ckpt)
+            self.ckpt_read = (ckpt, stored)  # read once: _parse_ckpt_path takes it from here
             stored_class = checkpoint_class(stored)
             if node.get("model") is None and stored_class is not None:
                 say(f"faircl: no --model given: using the checkpoint's method {short_name(stored_class)}")
@@ -190,7 +189,7 @@ class FairCLI(LightningCLI):
         if path is None:
             return
         node.ckpt_path = self.ckpt_file = path
-        ckpt = checkpoint_dict(path)
+        ckpt = self.ckpt_read[1] if self.ckpt_read[0] == path else checkpoint_dict(path)
         self.ckpt_progress = (ckpt.get("epoch"), epochs_trained(ckpt))
         self.ckpt_shapes = {k: tuple(v.shape) for k, v in ckpt["state_dict"].items()}
         hparams = {k: v for k, v in (ckpt.get("hyper_parameters") or {}).items() if k != "_instantiator"}
