@@ -41,6 +41,11 @@ share. Ctrl-C (or SIGTERM) cancels the array, the tasks' running trials are queu
 and SLURM job id. In ``faircl sweep`` a ``--config`` file is the trials' (``faircl fit``'s): give SLURM settings as
 ``--slurm.*`` options or ``--slurm FILE.yaml``.
 
+One jsonargparse parser reads the sweep's options and its trials' ``faircl fit`` options (:func:`parse_sweep`), so a
+mistyped trial option is refused before anything starts. The trials are given what the command line gives them as
+one inline ``--config`` mapping, its config files' values included (``fit_args`` in ``sweep.json``): a config file
+edited while a sweep runs changes none of its trials.
+
     faircl sweep --config confair/synthbios --search model.lambda_fair=log:0.01:10 --trials 40 \
         --launcher slurm --workers 8 --slurm.partition gpu --slurm.gpus_per_task 1 --slurm.time_min 240
 
@@ -63,12 +68,13 @@ from typing import Any
 import lightning as L
 import optuna
 import sqlalchemy.exc
-from jsonargparse import ArgumentError, ArgumentParser, Namespace
+from jsonargparse import ArgumentError, Namespace
 from optuna.trial import TrialState
 
-from faircl.runs.config_files import CONFIG_DIR
+from faircl.runs.config_files import shipped_name
 from faircl.runs.given_options import GivenOptions
-from faircl.runs.lightning_cli import parse_command, run_cli
+from faircl.runs.lightning_cli import run_cli
+from faircl.runs.parse_only import option_keys, parse_beside_run, parse_command
 from faircl.runs.user_error import UserError
 from faircl.cli.launchers import add_launcher_arguments, executor_from, unknown_setting
 from faircl.cli.study import build_pruner, check_storage, journal_path, open_storage, safe_url
@@ -79,7 +85,7 @@ from faircl.runs.executors import FreshProcesses
 from faircl.data.base import FairDataModule
 from faircl.methods.base import FairModule
 
-__all__ = ["TrialFailed", "Worker", "budget_left", "preflight", "sweep", "sweep_parser", "work"]
+__all__ = ["TrialFailed", "Worker", "budget_left", "parse_sweep", "preflight", "sweep", "work"]
 
 # ---------------------------------------------------------------------------------------------------- storage
 def _create_study(out: Path, storage_url: str, heartbeat: int, **kwargs: Any) -> optuna.Study:
@@ -104,57 +110,60 @@ def _create_study(out: Path, storage_url: str, heartbeat: int, **kwargs: Any) ->
 
 
 # ---------------------------------------------------------------------------------------------------- arguments
-class SweepParser(ArgumentParser):
-    """The parser of ``faircl sweep`` (jsonargparse): the sweep's own options; every argument it does not know
-    (``--config``, ``--model.*``, ``--data.*``, ``--trainer.*``, ...) is kept, in order, in :attr:`fit_args` for each
-    trial's ``faircl fit`` (which parses and checks them)."""
-
-    fit_args: list[str] = []
-
-    # Private jsonargparse method: the one place that receives the arguments no option took, before they would be
-    # refused as unrecognized (jsonargparse 4.39, the lowest faircl allows, to 4.53)
-    def _positional_optionals(self, cfg: Namespace, unknown: list[str]) -> tuple[Namespace, list[str]]:
-        self.fit_args = list(unknown)
-        return cfg, []
+HELP = dict(
+    prog="faircl sweep",
+    description="Hyper-parameter search with Optuna; every trial is a faircl fit + test. The run's options "
+                "(--config, --model.*, --data.*, --trainer.*) are each trial's `faircl fit` options.",
+    epilog="--launcher slurm submits --workers N workers as one SLURM job array and waits for them (Ctrl-C cancels "
+           "it; the same command with --resume continues); the study is then a journal file, <out>/study.journal, "
+           "unless --storage names a database. --config is the trials' config here: give the SLURM settings as "
+           "--slurm.* options or --slurm FILE.yaml.")
 
 
-def sweep_parser() -> SweepParser:
-    """The options of ``faircl sweep``; its errors are raised (one line, exit status 2)."""
-    p = SweepParser(
-        prog="faircl sweep", exit_on_error=False, allow_abbrev=False, default_env=False,
-        description="Hyper-parameter search with Optuna; every trial is a faircl fit + test. Arguments not listed "
-                    "here (--config, --model.*, --data.*, --trainer.*) go to each trial's `faircl fit`.",
-        epilog="--launcher slurm submits --workers N workers as one SLURM job array and waits for them (Ctrl-C "
-               "cancels it; the same command with --resume continues); the study is then a journal file, "
-               "<out>/study.journal, unless --storage names a database. --config is the trials' config here: give "
-               "the SLURM settings as --slurm.* options or --slurm FILE.yaml.")
+def add_sweep_arguments(p: Any) -> None:
+    """The options of ``faircl sweep``, beside its trials' ``faircl fit`` options in one jsonargparse parser."""
     p.add_argument("--search", action="append", default=[], metavar="PATH=RANGE",
                    help="a searched argument, repeatable: LOW:HIGH[:STEP] | log:LOW:HIGH | int:[log:]LOW:HIGH | "
                         "choice:A,B")
     p.add_argument("--objectives", type=str, metavar="METRIC:max|min[,...]",
                    help="validation metrics to optimise; unset: val/accuracy:max")
-    p.add_argument("--trials", type=int, help="the study's budget of trials, finished or running; unset: 20 (a "
-                                              "resumed sweep keeps its own)")
-    p.add_argument("--seeds", type=str, help="seeds per trial: a count N (seeds 0..N-1) or a list 0,5,7; unset: 1")
+    p.add_argument("--trials", type=int, help="the study's budget of trials, finished or running; unset: 20 "
+                                                        "(a resumed sweep keeps its own)")
+    p.add_argument("--seeds", type=str, help="seeds per trial: a count N (seeds 0..N-1) or a list 0,5,7; "
+                                                       "unset: 1")
     p.add_argument("--out", type=str, help="the sweep folder; unset: sweeps/<config name>")
-    p.add_argument("--storage", type=str, help="where the workers share the study: journal:PATH (Optuna's journal "
-                                               "file, or a path ending in .journal or .log) or a database URL "
-                                               "(sqlite:///PATH, postgresql://...); unset: sqlite:///<out>/study.db, "
-                                               "with --launcher slurm journal:<out>/study.journal")
+    p.add_argument("--storage", type=str, help="where the workers share the study: journal:PATH (Optuna's "
+                   "journal file, or a path ending in .journal or .log) or a database URL (sqlite:///PATH, "
+                   "postgresql://...); unset: sqlite:///<out>/study.db, with --launcher slurm journal:<out>/study.journal")
     p.add_argument("--study", type=str, help="the study's name; unset: the sweep folder's name")
     p.add_argument("--resume", action="store_true", help="continue the sweep in --out, or join it as a worker")
-    p.add_argument("--sampler", choices=sorted(SAMPLERS),
+    p.add_argument("--sampler", type=str, choices=sorted(SAMPLERS),
                    help="Optuna sampler; unset: TPE for one objective, NSGA-II for several")
     p.add_argument("--sampler_seed", type=int, help="seed of the sampler")
-    p.add_argument("--pruner", choices=("median", "none"), help="prune unpromising trials (one objective only); "
-                                                                 "unset: median for one objective")
-    p.add_argument("--heartbeat", type=int, help="seconds between a worker's heartbeats (a database) or its checks of "
-                                                 "the other workers (a journal), stored with the study (a resumed "
-                                                 "sweep keeps its own); unset: 30")
+    p.add_argument("--pruner", type=str, choices=("median", "none"),
+                   help="prune unpromising trials (one objective only); unset: median for one objective")
+    p.add_argument("--heartbeat", type=int, help="seconds between a worker's heartbeats (a database) or its "
+                   "checks of the other workers (a journal), stored with the study (a resumed sweep keeps its own); "
+                   "unset: 30")
     add_launcher_arguments(p, "the sweep's workers")
     p.add_argument("--workers", type=int, default=1, help="workers to submit as one SLURM job array (--launcher "
                                                            "slurm); each runs trials until the budget is spent")
-    return p
+
+
+def parse_sweep(argv: list[str]) -> tuple[Namespace, GivenOptions]:
+    """``faircl sweep ARGS`` parsed by jsonargparse with its trials' ``faircl fit`` options: the sweep's options and
+    the trials' config (:func:`~faircl.runs.parse_only.parse_beside_run`), and what the trials are given. Errors are
+    raised (one line, exit status 2)."""
+    try:
+        opts, given = parse_beside_run(argv, add_sweep_arguments, **HELP)
+    except ArgumentError as err:
+        raise unknown_setting(err) or err from None
+    in_files = sorted({k.split(".")[0] for k in given.in_files()} & option_keys(add_sweep_arguments))
+    if in_files:
+        raise UserError(f"--config {', '.join(map(str, given.files))}: {', '.join(in_files)} "
+                        f"{'is a sweep option' if len(in_files) == 1 else 'are sweep options'}; a sweep's --config "
+                        "is its trials' (faircl fit's) config: give the sweep's options on the command line")
+    return opts, given
 
 
 def _seeds(text: str | None) -> list[int]:
@@ -170,17 +179,16 @@ def _seeds(text: str | None) -> list[int]:
     return seeds
 
 
-def _default_out(given: GivenOptions | None) -> Path:
+def _default_out(given: GivenOptions) -> Path:
     """``sweeps/<config name>`` (``sweeps/ce-biased_features``) for the trials' first config, else ``sweeps/sweep``."""
-    if given is None or not given.files:
+    if not given.files:
         return Path("sweeps") / "sweep"
-    path = given.files[0]
-    name = path.resolve().relative_to(CONFIG_DIR) if path.resolve().is_relative_to(CONFIG_DIR) else path
-    return Path("sweeps") / name.with_suffix("").as_posix().replace("configs/", "").replace("/", "-")
+    name = Path(shipped_name(given.files[0])).with_suffix("").as_posix()
+    return Path("sweeps") / name.replace("configs/", "").replace("/", "-")
 
 
-def _definition(opts: Namespace, fit_args: list[str], given: GivenOptions | None) -> dict[str, Any]:
-    chosen = given.command_line() if given is not None else {}
+def _definition(opts: Namespace, fit_args: list[str], given: GivenOptions) -> dict[str, Any]:
+    chosen = given.command_line()
     for bad in ("ckpt_path", "seed_everything", "trainer.default_root_dir"):
         if bad in chosen:
             raise UserError(f"--{bad} is set by the sweep for every trial (use --seeds for seeds, --out for the "
@@ -196,6 +204,24 @@ def _definition(opts: Namespace, fit_args: list[str], given: GivenOptions | None
     return {"fit_args": fit_args, "search": [p.to_dict() for p in params], "objectives": objectives,
             "seeds": _seeds(opts.seeds), "sampler": opts.sampler,
             "pruner": opts.pruner or ("median" if len(objectives) == 1 else "none")}
+
+
+def _same(key: str, given: Any, saved: Any) -> bool:
+    """Whether a definition's ``key`` is the saved sweep's: the trials' options by what they parse to (a sweep saved
+    by an earlier version kept the command line's words)."""
+    if given == saved or key != "fit_args":
+        return given == saved
+    try:
+        ours, theirs = (_without_files(parse_command(["fit", *args])[0]) for args in (given, saved))
+    except (UserError, ArgumentError):  # the saved options no longer parse (a config file since changed)
+        return False
+    return ours == theirs
+
+
+def _without_files(config: Namespace) -> Namespace:
+    config = config.clone()
+    config.pop("config", None)
+    return config
 
 
 def _given(opts: Namespace, fit_args: list[str]) -> bool:
@@ -302,16 +328,8 @@ def sweep(argv: list[str]) -> int:
     """``faircl sweep ...``; returns the exit status."""
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     warnings.filterwarnings("ignore", message=r".*args parameter is intended to run from within Python.*")
-    parser = sweep_parser()
-    try:
-        opts = parser.parse_args(argv)
-        fit_args = parser.fit_args
-        given = parse_command(["fit", *fit_args])[1] if fit_args else None  # the trials' options, checked
-    except ArgumentError as err:
-        problem = unknown_setting(err)
-        if problem is not None:
-            raise problem from None
-        raise
+    opts, given = parse_sweep(argv)
+    fit_args = given.arguments()  # each trial's `faircl fit` options: what this command line gives them
     if opts.trials is not None and opts.trials < 1:
         raise UserError(f"--trials must be >= 1, got {opts.trials}")
     if opts.heartbeat is not None and opts.heartbeat < 1:
@@ -346,8 +364,8 @@ def sweep(argv: list[str]) -> int:
     else:
         definition = _definition(opts, fit_args, given)
         definition["objectives"] = [list(o) for o in definition["objectives"]]
-        if saved is not None and any(definition[k] != saved[k] for k in DEFINITION):
-            differ = [k for k in DEFINITION if definition[k] != saved[k]]
+        differ = [k for k in DEFINITION if saved is not None and not _same(k, definition[k], saved[k])]
+        if differ:
             raise UserError(f"--resume: the given {', '.join(differ)} differ from the sweep in {str(out)!r}; resume "
                            "with `faircl sweep --out DIR --resume` alone (its stored definition) or use another --out")
     if saved is None:  # a stored definition passed these checks when its sweep began
@@ -364,7 +382,8 @@ def sweep(argv: list[str]) -> int:
     study.set_user_attr("faircl_sweep", record)
     start = time.perf_counter()
     if array is not None:  # the workers are the array's tasks; this command waits for them
-        code = run_array(array, study, out, opts.workers, opts.sampler_seed, heartbeat, argv)
+        code = run_array(array, study, out, opts.workers, opts.sampler_seed, heartbeat,
+                         argv if opts.resume else [*argv, "--resume"])
         if code == 130:
             return code
         print(f"faircl sweep: the workers ran for {time.perf_counter() - start:.0f} s", file=sys.stderr)

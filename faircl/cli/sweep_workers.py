@@ -28,7 +28,7 @@ from faircl.cli.study import OWNER, PRUNED_EXIT, build_pruner, describe_owner, f
     open_storage, this_worker
 from faircl.runs.executors import LAUNCHER_ENV, Executor, FreshProcesses, Job, LocalPool
 from faircl.runs.folders import read_record
-from faircl.runs.lightning_cli import parse_command
+from faircl.runs.parse_only import parse_command
 from faircl.runs.pool import PRELOAD, needs_fresh_process
 
 __all__ = ["DEFINITION", "MAX_FAILURES_IN_A_ROW", "SAMPLERS", "TrialFailed", "Worker", "budget_left", "make_sampler",
@@ -232,17 +232,17 @@ def worker_task(out: str, index: str, sampler_seed: str) -> int:
 
 
 def run_array(executor: Executor, study: optuna.Study, out: Path, workers: int, sampler_seed: int | None,
-              heartbeat: int, argv: list[str]) -> int:
+              heartbeat: int, resume_args: list[str]) -> int:
     """Submit ``workers`` :func:`worker_task` s as one job array through ``executor`` (a SLURM executor), report each
     task's end, and return 0 when every task ended well, 1 when one failed, 130 when interrupted (the array is
-    cancelled; the same command with ``--resume`` continues)."""
+    cancelled; ``faircl sweep RESUME_ARGS`` continues)."""
     logs = out / "workers"
     logs.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     seed = "none" if sampler_seed is None else str(sampler_seed)
     jobs = [Job(f"worker {i}", WORKER_TASK, (str(out.resolve()), str(i), seed), logs, logs / f"{stamp}-{i}.log")
             for i in range(workers)]
-    resume = shlex.join(["faircl", "sweep", *argv, *([] if "--resume" in argv else ["--resume"])])
+    resume = shlex.join(["faircl", "sweep", *resume_args])
     print(f"faircl sweep: submitting {workers} worker{'s' * (workers > 1)} as one SLURM job array; worker logs in "
           f"{logs}", file=sys.stderr, flush=True)
     failed: list[str] = []

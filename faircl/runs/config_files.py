@@ -19,6 +19,15 @@ def shipped_configs() -> list[str]:
     return sorted(p.relative_to(CONFIG_DIR).with_suffix("").as_posix() for p in CONFIG_DIR.rglob("*.yaml"))
 
 
+def shipped_name(path: str | Path) -> str:
+    """A config file's path as its shipped config's name (``ce/biased_features``) when it is one, else the path: a
+    name that :func:`resolve_config` resolves in any installation."""
+    resolved = Path(path).expanduser().resolve()
+    if resolved.is_relative_to(CONFIG_DIR) and resolved.suffix == ".yaml":
+        return resolved.relative_to(CONFIG_DIR).with_suffix("").as_posix()
+    return str(path)
+
+
 def resolve_config(value: str) -> str:
     """A ``--config`` value as a file path: an existing file, or a shipped config by name (``confair/biased_features``,
     ``confair/biased_features.yaml`` or ``configs/confair/biased_features.yaml`` from any working directory)."""

@@ -5,9 +5,10 @@ checkpoint. Read from jsonargparse's own parse without the defaults (:class:`Giv
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 from faircl.runs.config_files import read_config
 from faircl.runs.user_error import UserError
@@ -27,8 +28,13 @@ class GivenOptions:
     files: list[Path]
 
     @classmethod
-    def of(cls, node: Any) -> GivenOptions:
-        return cls(node, [Path(str(f)) for f in (node.get("config") or [])])
+    def of(cls, node: Any, drop: Collection[str] = ()) -> GivenOptions:
+        """The options in ``node``, less the top-level keys ``drop`` (a command's own, beside the run's)."""
+        if drop:
+            node = node.clone()
+            for key in drop:
+                node.pop(key, None)
+        return cls(node, [Path(str(f)) for f in (node.get("config") or []) if f is not None])  # None: an inline one
 
     def leaves(self) -> dict[str, Any]:
         """Every value given, by dotted key (``model.init_args.encoder_kwargs.hidden_dim``)."""
@@ -52,6 +58,13 @@ class GivenOptions:
         files = self.in_files()
         return {k: v for k, v in self.leaves().items() if k not in files or not _same(k, files[k][0], v)}
 
+    def arguments(self) -> list[str]:
+        """Options that give exactly what this command line gives: ``--config`` with every value given, its config
+        files' included (inlined, so a file edited later changes nothing), as one JSON mapping, which jsonargparse
+        reads as it reads a config file."""
+        values = _without_files(self.namespace.as_dict())
+        return ["--config", json.dumps(values, default=str)] if values else []
+
     def model_options(self) -> list[str]:
         """The method's arguments set on the command line, as dotted paths: ``--model.init_args.encoder_kwargs.hidden_dim
         32`` → ``encoder_kwargs.hidden_dim``; ``--model.lr=0.1`` → ``lr``."""
@@ -74,6 +87,11 @@ class GivenOptions:
     def optimizer_lr(self) -> bool:
         """Whether the command line or a config sets the learning rate of an injected ``--optimizer``."""
         return "optimizer.init_args.lr" in self.leaves() or "optimizer.lr" in self.leaves()
+
+
+def _without_files(node: dict[str, Any]) -> dict[str, Any]:
+    """``node`` less jsonargparse's notes of the config files it read (``config``, ``__path__``)."""
+    return {k: _without_files(v) if isinstance(v, dict) else v for k, v in node.items() if k not in ("config", "__path__")}
 
 
 def _same(key: str, in_file: Any, parsed: Any) -> bool:

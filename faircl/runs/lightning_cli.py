@@ -72,11 +72,15 @@ class _SaveConfig(SaveConfigCallback):
 
 
 class _ConfigFile(ActionConfigFile):
-    """``--config``: a file, or a shipped config by name (:func:`~faircl.runs.config_files.resolve_config`), read
-    first by :func:`~faircl.runs.config_files.read_config` (malformed YAML or a Python tag is one line naming the
-    file), then parsed by jsonargparse as any config file."""
+    """``--config``: a file, a shipped config by name (:func:`~faircl.runs.config_files.resolve_config`) or an inline
+    mapping (``{"trainer": {"max_epochs": 3}}``, JSON or YAML). A file is read first by
+    :func:`~faircl.runs.config_files.read_config` (malformed YAML or a Python tag is one line naming the file), then
+    parsed by jsonargparse as any config file."""
 
     def __call__(self, parser, cfg, values, option_string=None):
+        if str(values).lstrip().startswith("{"):  # a mapping given inline (GivenOptions.arguments: a sweep's trials)
+            super().__call__(parser, cfg, values, option_string)
+            return
         path = resolve_config(str(values))
         read_config(path)
         super().__call__(parser, cfg, path, option_string)
@@ -86,6 +90,9 @@ class FairCLI(LightningCLI):
     """LightningCLI with the datamodule → model links, default checkpoints, checkpoint look-up by ``best`` /
     ``last``, optimiser injection that keeps the method's parameter groups, prediction files and the fairness report
     after ``test``."""
+
+    #: the top-level options of a command of its own beside the run's (faircl sweep's): not the run's, not checked
+    own_keys: frozenset[str] = frozenset()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.untrained = False
@@ -112,11 +119,12 @@ class FairCLI(LightningCLI):
 
     def add_core_arguments_to_parser(self, parser) -> None:
         """LightningCLI's trainer, model and data arguments, with ``--model`` left out allowed: a checkpoint file
-        given as ``--ckpt_path`` names its method (:meth:`parse_arguments`)."""
+        given as ``--ckpt_path`` names its method (:meth:`parse_arguments`, which also asks for a missing ``--data``
+        in a line of its own)."""
         parser.add_lightning_class_args(self.trainer_class, "trainer")
         parser.set_defaults({"trainer." + k: v for k, v in self.trainer_defaults.items() if k != "callbacks"})
         parser.add_lightning_class_args(self._model_class, "model", subclass_mode=True, required=False)
-        parser.add_lightning_class_args(self._datamodule_class, "data", subclass_mode=True)
+        parser.add_lightning_class_args(self._datamodule_class, "data", subclass_mode=True, required=False)
 
     def parse_arguments(self, parser, args) -> None:
         """jsonargparse parses the command line twice: with the defaults (the run's config) and without (what the
@@ -135,12 +143,16 @@ class FairCLI(LightningCLI):
                 check_name(refusal.option, str(refusal.value))  # raises the choices, or why the import failed
             raise
         sub = self.config.get("subcommand")
-        self.given = GivenOptions.of(given.get(sub) if sub else given)
+        self.given = GivenOptions.of(given.get(sub) if sub else given, drop=self.own_keys)
+        if self.own_keys and not self.given.leaves() and not self.given.files:
+            return  # only the command's own options (faircl sweep --out DIR --resume): no run to check
         node = self.config[sub] if sub else self.config
         if node.get("model") is not None and short_name(node.model.class_path) == FairModule.__name__:
             node.model = None  # only the method's options given (jsonargparse then takes the base class): no method
-        if node.get("data") is not None:
-            check_name("data", node.data.class_path)
+        if node.get("data") is None:
+            raise UserError("no datamodule given: pass --data NAME (faircl configs lists the shipped configs), or a "
+                           "--config with a data: section")
+        check_name("data", node.data.class_path)
         check_accelerator(node.get("trainer"))
         ckpt = node.get("ckpt_path")
         self.untrained = "ckpt_path" in self.given.namespace and (ckpt is None or str(ckpt).lower() in UNTRAINED)
@@ -433,7 +445,7 @@ class FairCLI(LightningCLI):
 
 
 # ---------------------------------------------------------------------------------------------------- entry points
-def _cli_options(callbacks: list | None = None) -> dict[str, Any]:
+def cli_options(callbacks: list | None = None) -> dict[str, Any]:
     """The arguments faircl builds its :class:`FairCLI` with, for every command."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -447,37 +459,9 @@ def _cli_options(callbacks: list | None = None) -> dict[str, Any]:
                 save_config_callback=_SaveConfig, save_config_kwargs={"overwrite": True}, auto_configure_optimizers=False)
 
 
-class _Parsed(Exception):
-    """Raised by :class:`_ParseOnly` once the command line is parsed, carrying the CLI."""
-
-    def __init__(self, cli: FairCLI) -> None:
-        super().__init__("parsed")
-        self.cli = cli
-
-
-class _ParseOnly(FairCLI):
-    """A :class:`FairCLI` that stops once the command line is parsed and checked: nothing is built or run."""
-
-    def parse_arguments(self, parser, args) -> None:
-        super().parse_arguments(parser, args)
-        raise _Parsed(self)
-
-
-def parse_command(args: list[str]) -> tuple[Namespace, GivenOptions]:
-    """``faircl <args>`` (``fit ...``) parsed and checked by jsonargparse, nothing built: the command's config (with the
-    defaults) and what its config files and options give."""
-    try:
-        _ParseOnly(args=list(args), **_cli_options())
-    except _Parsed as done:
-        config = done.cli.config
-        sub = config.get("subcommand")
-        return (config[sub] if sub else config), done.cli.given
-    raise AssertionError("unreachable: _ParseOnly always stops after the parse")
-
-
 def run_cli(args: list[str], run: bool = True, callbacks: list | None = None) -> FairCLI:
     """Run ``faircl <args>`` in this process and return the :class:`FairCLI` (model, datamodule, trainer).
 
     ``callbacks`` join the trainer without entering the run's ``config.yaml`` (a run's epoch history, a sweep's
     pruning). Errors are raised (:class:`UserError`, ``DataError``, ...) for the caller to turn into an exit status."""
-    return FairCLI(args=list(args), run=run, **_cli_options(callbacks))
+    return FairCLI(args=list(args), run=run, **cli_options(callbacks))

@@ -1,10 +1,12 @@
 """How the ``faircl`` command reads its arguments and reports what is wrong with them: ``faircl sweep``'s jsonargparse
-parser (its own options, every other argument kept in order for the trials' ``faircl fit``), ``faircl export``'s, the
+parser (its own options and its trials' ``faircl fit`` options in one parser, the trials given what the command line
+gives them), ``faircl export``'s, the
 one-line message taken from the exception (a class's own check that the parser wraps, an option's refused value),
 config names resolved once, and the summary line of a one-seed sweep. Fast: no training."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional
 
@@ -12,27 +14,71 @@ import optuna
 import pytest
 from jsonargparse import ArgumentParser
 
-from faircl.runs.lightning_cli import parse_command
+from faircl.runs.parse_only import option_keys, parse_command
 from faircl.runs.user_error import UserError, parser_refusal
 from faircl.cli.dispatch import main, user_message
-from faircl.cli.sweep import _summary, sweep_parser
+from faircl.cli.sweep import _same, _summary, add_sweep_arguments, parse_sweep
 
 
 # ---------------------------------------------------------------------------------------------------- faircl sweep
-def test_sweep_options_are_parsed_and_every_other_argument_goes_to_fit_in_order():
-    parser = sweep_parser()
-    argv = ["--config", "ce/biased_features", "--search", "model.lr=log:1e-4:1e-2", "--model.init_args.x", "-1",
+FIT_ONLY = ("ckpt_path", "weights_only")  # Trainer.fit's own arguments: a sweep sets them for its trials
+
+
+def _without(config, keys):
+    """``config`` less ``keys`` and its note of the config files read."""
+    config = config.clone()
+    for key in (*keys, "config"):
+        config.pop(key, None)
+    return config
+
+
+def test_one_parser_reads_the_sweeps_options_and_its_trials_and_the_trials_get_what_was_given():
+    argv = ["--config", "ce/biased_features", "--search", "model.lr=log:1e-4:1e-2", "--model.init_args.lr", "0.01",
             "--trials", "2", "--data.n_train=64", "--search=model.lambda_fair=0:1", "--resume",
-            "--model.encoder_kwargs={hidden_dim: 8}", "--sampler", "random", "--heartbeat=5"]
-    opts = parser.parse_args(argv)
+            "--model.encoder_kwargs={hidden_dim: 8}", "--sampler", "random", "--heartbeat=5", "--slurm.mem_gb=4",
+            "--trainer.max_epochs", "3"]
+    opts, given = parse_sweep(argv)
     assert opts.search == ["model.lr=log:1e-4:1e-2", "model.lambda_fair=0:1"]
-    assert (opts.trials, opts.resume, opts.sampler, opts.heartbeat) == (2, True, "random", 5)
-    assert parser.fit_args == ["--config", "ce/biased_features", "--model.init_args.x", "-1", "--data.n_train=64",
-                               "--model.encoder_kwargs={hidden_dim: 8}"]
-    # nothing given: the defaults, and no fit arguments
-    opts = parser.parse_args([])
-    assert (opts.search, opts.trials, opts.resume, opts.pruner, opts.out) == ([], None, False, None, None)
-    assert parser.fit_args == []
+    assert (opts.trials, opts.resume, opts.sampler, opts.heartbeat, opts.slurm.mem_gb) == (2, True, "random", 5, 4)
+    trial_args = given.arguments()
+    assert trial_args[0] == "--config" and len(trial_args) == 2  # one mapping, the file's values inlined
+    inline = json.loads(trial_args[1])
+    assert inline["model"]["class_path"] == "faircl.methods.CE" and inline["trainer"]["max_epochs"] == 3
+    assert not set(inline) & {"search", "trials", "resume", "sampler", "heartbeat", "slurm", "config"}
+    # the trials' fit parses to the config the sweep parsed
+    trial, _ = parse_command(["fit", *trial_args])
+    assert _without(trial, FIT_ONLY) == _without(opts, option_keys(add_sweep_arguments))
+    assert (trial.model.init_args.lr, trial.data.init_args.n_train, trial.trainer.max_epochs) == (0.01, 64, 3)
+    assert trial.model.init_args.encoder_kwargs["hidden_dim"] == 8
+    # a value given before a config file that sets it too: the file's wins, for the sweep and for its trials
+    opts, given = parse_sweep(["--trainer.max_epochs=7", "--config", "ce/biased_features"])
+    assert parse_command(["fit", *given.arguments()])[0].trainer.max_epochs == opts.trainer.max_epochs
+    # a method and data by name, a list value
+    opts, given = parse_sweep(["--model", "ConFair", "--data", "BiasedFeatures", "--trainer.devices", "[0]"])
+    trial, _ = parse_command(["fit", *given.arguments()])
+    assert _without(trial, FIT_ONLY) == _without(opts, option_keys(add_sweep_arguments)) and trial.trainer.devices == [0]
+    # the sweep's options alone (a worker joining a sweep): no run to check, nothing for the trials
+    opts, given = parse_sweep(["--out", "somewhere", "--resume"])
+    assert (opts.search, opts.trials, opts.resume, opts.pruner, opts.out) == ([], None, True, None, "somewhere")
+    assert given.arguments() == []
+
+
+def test_a_resumed_sweep_compares_its_trials_options_by_what_they_parse_to():
+    """A sweep saved with the command line's own words (an earlier version) is the same sweep when its options parse
+    to the same config, and another one when a value differs or they no longer parse."""
+    _, given = parse_sweep(["--config", "ce/biased_features", "--trainer.max_epochs", "1"])
+    saved = ["--config", "ce/biased_features", "--trainer.max_epochs", "1"]
+    assert given.arguments() != saved and _same("fit_args", given.arguments(), saved)
+    assert not _same("fit_args", given.arguments(), ["--config", "ce/biased_features", "--trainer.max_epochs", "2"])
+    assert not _same("fit_args", given.arguments(), ["--config", "no/such_config"])
+    assert _same("seeds", [0, 1], [0, 1]) and not _same("seeds", [0, 1], [0])
+
+
+def test_a_sweep_option_in_the_trials_config_file_is_refused(tmp_path):
+    config = tmp_path / "trial.yaml"
+    config.write_text("model: CE\ndata: BiasedFeatures\ntrials: 40\n")
+    with pytest.raises(UserError, match=r"trial.yaml: trials is a sweep option; a sweep's --config is its trials'"):
+        parse_sweep(["--config", str(config)])
 
 
 def test_sweep_help_comes_from_jsonargparse(capsys):
@@ -191,3 +237,16 @@ def test_config_names_are_resolved_by_the_parser_with_their_files(tmp_path):
     bad.write_text("model: !!python/object/apply:os.system ['true']\n")
     with pytest.raises(UserError, match="bad.yaml.*line 1.*refused"):
         parse_command(["fit", "--config", str(bad)])
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--data", "BiasedFeatures"], "no method given: pass --model NAME"),
+    (["--model", "CE"], "no datamodule given: pass --data NAME"),
+])
+def test_a_run_without_a_method_or_without_data_is_one_line_naming_the_option(tmp_path, monkeypatch, capsys, args,
+                                                                              says):
+    monkeypatch.chdir(tmp_path)
+    assert main(["fit", *args]) == 2
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert lines[0].startswith("faircl: error: ") and says in lines[0] and len(lines) <= 2, lines
+    assert not list(tmp_path.iterdir())

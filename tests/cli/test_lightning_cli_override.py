@@ -10,7 +10,8 @@ import inspect
 from lightning.pytorch.cli import LightningCLI
 
 from faircl.cli.dispatch import main
-from faircl.runs.lightning_cli import FairCLI, parse_command
+from faircl.runs.lightning_cli import FairCLI
+from faircl.runs.parse_only import parse_command
 
 TINY = ["--data", "BiasedFeatures", "--data.n_train=64", "--data.n_val=32", "--data.n_test=32", "--data.dim=8",
         "--data.batch_size=32", "--model.leakage=false", "--trainer.enable_progress_bar=false",

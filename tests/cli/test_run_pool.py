@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from faircl.runs.lightning_cli import parse_command
+from faircl.runs.parse_only import parse_command
 from faircl.runs.pool import RunPool, needs_fresh_process
 
 REPO = Path(__file__).resolve().parents[2]
