@@ -72,7 +72,7 @@ from jsonargparse import ArgumentError, Namespace
 from optuna.trial import TrialState
 
 from faircl.runs.config_files import shipped_name
-from faircl.runs.given_options import GivenOptions
+from faircl.runs.given_options import GivenOptions, without_files
 from faircl.runs.lightning_cli import run_cli
 from faircl.runs.parse_only import option_keys, parse_beside_run, parse_command
 from faircl.runs.user_error import UserError
@@ -127,20 +127,19 @@ def add_sweep_arguments(p: Any) -> None:
                         "choice:A,B")
     p.add_argument("--objectives", type=str, metavar="METRIC:max|min[,...]",
                    help="validation metrics to optimise; unset: val/accuracy:max")
-    p.add_argument("--trials", type=int, help="the study's budget of trials, finished or running; unset: 20 "
-                                                        "(a resumed sweep keeps its own)")
-    p.add_argument("--seeds", type=str, help="seeds per trial: a count N (seeds 0..N-1) or a list 0,5,7; "
-                                                       "unset: 1")
+    p.add_argument("--trials", type=int, help="the study's budget of trials, finished or running; unset: 20 (a "
+                                              "resumed sweep keeps its own)")
+    p.add_argument("--seeds", type=str, help="seeds per trial: a count N (seeds 0..N-1) or a list 0,5,7; unset: 1")
     p.add_argument("--out", type=str, help="the sweep folder; unset: sweeps/<config name>")
     p.add_argument("--storage", type=str, help="where the workers share the study: journal:PATH (Optuna's "
                    "journal file, or a path ending in .journal or .log) or a database URL (sqlite:///PATH, "
                    "postgresql://...); unset: sqlite:///<out>/study.db, with --launcher slurm journal:<out>/study.journal")
     p.add_argument("--study", type=str, help="the study's name; unset: the sweep folder's name")
     p.add_argument("--resume", action="store_true", help="continue the sweep in --out, or join it as a worker")
-    p.add_argument("--sampler", type=str, choices=sorted(SAMPLERS),
+    p.add_argument("--sampler", choices=sorted(SAMPLERS),
                    help="Optuna sampler; unset: TPE for one objective, NSGA-II for several")
     p.add_argument("--sampler_seed", type=int, help="seed of the sampler")
-    p.add_argument("--pruner", type=str, choices=("median", "none"),
+    p.add_argument("--pruner", choices=("median", "none"),
                    help="prune unpromising trials (one objective only); unset: median for one objective")
     p.add_argument("--heartbeat", type=int, help="seconds between a worker's heartbeats (a database) or its "
                    "checks of the other workers (a journal), stored with the study (a resumed sweep keeps its own); "
@@ -209,19 +208,15 @@ def _definition(opts: Namespace, fit_args: list[str], given: GivenOptions) -> di
 def _same(key: str, given: Any, saved: Any) -> bool:
     """Whether a definition's ``key`` is the saved sweep's: the trials' options by what they parse to (a sweep saved
     by an earlier version kept the command line's words)."""
-    if given == saved or key != "fit_args":
-        return given == saved
+    if given == saved:
+        return True
+    if key != "fit_args":
+        return False
     try:
-        ours, theirs = (_without_files(parse_command(["fit", *args])[0]) for args in (given, saved))
+        ours, theirs = (without_files(parse_command(["fit", *args])[0].as_dict()) for args in (given, saved))
     except (UserError, ArgumentError):  # the saved options no longer parse (a config file since changed)
         return False
     return ours == theirs
-
-
-def _without_files(config: Namespace) -> Namespace:
-    config = config.clone()
-    config.pop("config", None)
-    return config
 
 
 def _given(opts: Namespace, fit_args: list[str]) -> bool:

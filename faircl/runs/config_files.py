@@ -20,8 +20,8 @@ def shipped_configs() -> list[str]:
 
 
 def shipped_name(path: str | Path) -> str:
-    """A config file's path as its shipped config's name (``ce/biased_features``) when it is one, else the path: a
-    name that :func:`resolve_config` resolves in any installation."""
+    """A config file's path as its shipped config's name (``ce/biased_features``) when it is one, else the path (a
+    sweep's default folder is named after it)."""
     resolved = Path(path).expanduser().resolve()
     if resolved.is_relative_to(CONFIG_DIR) and resolved.suffix == ".yaml":
         return resolved.relative_to(CONFIG_DIR).with_suffix("").as_posix()

@@ -62,7 +62,7 @@ class GivenOptions:
         """Options that give exactly what this command line gives: ``--config`` with every value given, its config
         files' included (inlined, so a file edited later changes nothing), as one JSON mapping, which jsonargparse
         reads as it reads a config file."""
-        values = _without_files(self.namespace.as_dict())
+        values = without_files(self.namespace.as_dict())
         return ["--config", json.dumps(values, default=str)] if values else []
 
     def model_options(self) -> list[str]:
@@ -89,9 +89,9 @@ class GivenOptions:
         return "optimizer.init_args.lr" in self.leaves() or "optimizer.lr" in self.leaves()
 
 
-def _without_files(node: dict[str, Any]) -> dict[str, Any]:
-    """``node`` less jsonargparse's notes of the config files it read (``config``, ``__path__``)."""
-    return {k: _without_files(v) if isinstance(v, dict) else v for k, v in node.items() if k not in ("config", "__path__")}
+def without_files(node: dict[str, Any]) -> dict[str, Any]:
+    """A parsed config (``Namespace.as_dict()``) less jsonargparse's notes of the config files it read (``config``, ``__path__``)."""
+    return {k: without_files(v) if isinstance(v, dict) else v for k, v in node.items() if k not in ("config", "__path__")}
 
 
 def _same(key: str, in_file: Any, parsed: Any) -> bool:
